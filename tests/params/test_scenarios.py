@@ -1,0 +1,143 @@
+"""Scenario files: every shipped one validates; bad input fails before launch, naming each field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workbook.cli import main
+from workbook.errors import ParamsError
+from workbook.params import load_scenario, validate_scenario
+from workbook.params.loader import resolve
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = sorted((REPO / "params").glob("*.yaml"))
+GSPO_NPU = REPO / "params" / "gspo-qwen3-8b-1n8npu-fsdp2-vllm.yaml"
+
+
+def test_params_folder_has_the_seed_and_tiny_scenarios() -> None:
+    names = {p.stem for p in SCENARIOS}
+    assert {"gspo-qwen3-8b-1n8npu-fsdp2-vllm", "gspo-tiny-1n1cpu-fsdp2-vllm",
+            "ppo-qwen3-0.6b-2n4npu-fsdp-vllm-rayjob", "ppo-tiny-2n1cpu-fsdp2-vllm-ray"} <= names
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_every_scenario_validates_against_verl(path: Path, cpu_assets: object) -> None:
+    s = validate_scenario(path)
+    assert s.name == path.stem
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_every_scenario_opens_with_a_comment_saying_how_to_run_it(path: Path) -> None:
+    head = path.read_text().splitlines()[:20]
+    assert head[0].startswith("#")
+    assert any("workbook " in line for line in head if line.startswith("#"))
+
+
+def write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+BASE = """
+profile: npu
+model_path: /m
+train_files: /t.parquet
+val_files: /v.parquet
+devices_per_node: 8
+train_batch_size: 32
+ppo_mini_batch_size: 16
+rollout_n: 4
+"""
+
+
+@pytest.mark.parametrize(
+    "extra, field, words",
+    [
+        ("clip_ratio_low: -0.2", "clip_ratio_low", "inside (0, 1)"),
+        ("clip_ratio_high: 1.5", "clip_ratio_high", "inside (0, 1)"),
+        ("clip_ratio_c: 0.5", "clip_ratio_c", "> 1"),
+        ("train_batch_size: abc", "train_batch_size", "integer"),
+        ("ppo_mini_batch_size: 0", "ppo_mini_batch_size", "positive"),
+        ("ppo_mini_batch_size: 64", "ppo_mini_batch_size", "larger than train_batch_size"),
+        ("ppo_mini_batch_size: 12", "ppo_mini_batch_size", "not a multiple"),
+        ("train_batch_size: 6\nppo_mini_batch_size: 6\nrollout_n: 1", "train_batch_size", "divisible by the 8 devices"),
+        ("total_training_steps: 0", "total_training_steps", ">= 1"),
+        ("rollout_tp: 3", "rollout_tp", "does not divide"),
+        ("sequence_parallel_size: 3", "sequence_parallel_size", "does not divide"),
+        ("profile: tpu", "profile", "npu"),
+        ("clip_ration_high: 0.1", "clip_ration_high", "unknown key"),
+        ("env: [1, 2]", "env", "dictionary"),
+        ("overrides: [trainer.logger=x]", "overrides[0]", "set by a first-class field or by the workbook"),
+        ("overrides: [actor_rollout_ref.actor.clip_ratio_high=0.1]", "overrides[0]", "first-class"),
+        ("overrides: [justakey]", "overrides[0]", "not a Hydra key=value"),
+        ("checks: {window: [9, 3]}", "checks.window", ""),
+    ],
+)
+def test_each_kind_of_bad_input_is_named_by_field(tmp_path: Path, extra: str, field: str, words: str) -> None:
+    with pytest.raises(ParamsError) as err:
+        load_scenario(write(tmp_path, BASE + extra + "\n"))
+    fields = [path for path, _ in err.value.problems]
+    assert field in fields, err.value.message
+    assert words in err.value.message
+
+
+def test_unknown_hydra_key_is_caught_before_launch_with_a_suggestion(tmp_path: Path) -> None:
+    path = write(tmp_path, BASE + "overrides: [actor_rollout_ref.actor.entropy_coef=0]\n")
+    with pytest.raises(ParamsError) as err:
+        validate_scenario(path)
+    assert "entropy_coeff" in err.value.message
+
+
+def test_negative_clip_ratio_and_unknown_key_exit_2_together_and_nothing_launches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("WORKBOOK_RUNS", str(runs))
+    path = write(tmp_path, BASE + "clip_ratio_low: -3e-4\nbatchsize: 8\n")
+    for command in ("validate", "run"):
+        assert main([command, str(path)]) == 2
+        err = capsys.readouterr().err
+        assert "clip_ratio_low" in err and "batchsize: unknown key" in err
+    assert not runs.exists()
+
+
+def test_precedence_is_base_then_scenario_then_overrides(tmp_path: Path) -> None:
+    write(tmp_path, "clip_ratio_low: 0.1\nclip_ratio_high: 0.1\nlr: 1.0e-3\n", "base.yaml")
+    path = write(tmp_path, "defaults: [base.yaml]\n" + BASE + "clip_ratio_high: 0.2\n")
+    s = load_scenario(path, ["clip_ratio_low=6e-4", "lr=2e-5", "lr=3e-5"])
+    assert (s.clip_ratio_low, s.clip_ratio_high, s.lr) == (6e-4, 0.2, 3e-5)
+
+
+def test_overrides_append_and_nested_fields_set(tmp_path: Path) -> None:
+    path = write(tmp_path, BASE + "overrides: [data.shuffle=False]\n")
+    s = load_scenario(path, ["overrides+=trainer.balance_batch=False", "ray.address=http://h:8265",
+                             "env.MY_FLAG=1"])
+    assert s.overrides == ["data.shuffle=False", "trainer.balance_batch=False"]
+    assert s.ray.address == "http://h:8265" and s.env == {"MY_FLAG": 1}
+
+
+def test_paths_expand_home_and_tilde_and_nothing_assumes_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", "/home/someone")
+    path = write(tmp_path, BASE.replace("/m\n", "~/models/x\n").replace("/t.parquet", "${HOME}/t.parquet")
+                 .replace("/v.parquet", "$HOME/v.parquet"))
+    data, _ = resolve(path)
+    assert data["model_path"] == "/home/someone/models/x"
+    assert data["train_files"] == "/home/someone/t.parquet"
+    assert data["val_files"] == "/home/someone/v.parquet"
+
+
+def test_cpu_profile_reports_missing_files_with_a_hint(tmp_path: Path) -> None:
+    text = BASE.replace("profile: npu", "profile: cpu").replace("devices_per_node: 8", "devices_per_node: 1")
+    with pytest.raises(ParamsError) as err:
+        load_scenario(write(tmp_path, text))
+    assert {"model_path", "train_files", "val_files"} <= {p for p, _ in err.value.problems}
+
+
+def test_defaults_cycle_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    write(tmp_path, "defaults: [b.yaml]\n", "a.yaml")
+    write(tmp_path, "defaults: [a.yaml]\n", "b.yaml")
+    with pytest.raises(ParamsError, match="cycle"):
+        load_scenario(tmp_path / "a.yaml")

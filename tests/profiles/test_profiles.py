@@ -1,0 +1,108 @@
+"""The profile table: env and overrides each profile adds, as pure data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workbook.errors import ParamsError
+from workbook.profiles import PROFILES, profile_env, profile_overrides
+
+
+def keys(overrides: list[str]) -> list[str]:
+    return [item.split("=", 1)[0].lstrip("+") for item in overrides]
+
+
+@pytest.mark.parametrize(
+    ("profile", "device"), [("npu", "trainer.device=npu"), ("cuda", "trainer.device=cuda")]
+)
+def test_accelerator_profiles_only_set_the_device(profile: str, device: str) -> None:
+    assert profile_overrides(profile) == [device]
+
+
+def test_npu_env_carries_the_nightly_hccl_and_task_queue_defaults() -> None:
+    env = profile_env("npu")
+    assert env["HCCL_EXEC_TIMEOUT"] == env["HCCL_CONNECT_TIMEOUT"] == "3600"
+    assert env["HCCL_ASYNC_ERROR_HANDLING"] == "0"
+    assert env["TASK_QUEUE_ENABLE"] == env["CPU_AFFINITY_CONF"] == env["VLLM_USE_V1"] == "1"
+    assert env["TRANSFORMERS_VERBOSITY"] == "error"
+    assert env["HYDRA_FULL_ERROR"] == env["PYTHONUNBUFFERED"] == "1"
+
+
+def test_cuda_env_has_no_ascend_settings() -> None:
+    assert not any(key.startswith(("HCCL", "TASK_QUEUE")) for key in profile_env("cuda"))
+
+
+def test_cpu_env_points_verl_at_the_platform_module_and_the_plugin_path(tmp_path: Path) -> None:
+    env = profile_env("cpu", plugin_path=tmp_path, pythonpath="/already/there")
+    assert env["VERL_USE_EXTERNAL_MODULES"] == "workbook.profiles.cpu.platform"
+    assert env["VERL_ENGINE_DEVICE"] == "cuda"
+    assert env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    assert env["WANDB_MODE"] == "disabled"
+    assert env["TOKENIZERS_PARALLELISM"] == "false"
+    assert env["PYTHONPATH"] == f"{tmp_path}:/already/there"
+
+
+def test_cpu_env_without_existing_pythonpath_has_no_empty_entry(tmp_path: Path) -> None:
+    assert profile_env("cpu", plugin_path=tmp_path)["PYTHONPATH"] == str(tmp_path)
+
+
+def test_cpu_env_needs_the_plugin_path() -> None:
+    with pytest.raises(ParamsError, match="plugin path"):
+        profile_env("cpu")
+
+
+def test_local_cpu_run_declares_ray_resources_and_its_own_temp_dir() -> None:
+    overrides = profile_overrides(
+        "cpu", nnodes=2, devices_per_node=2, on_existing_cluster=False, ray_temp_dir="/tmp/wb-ab"
+    )
+    assert "ray_kwargs.ray_init.num_cpus=32" in overrides
+    assert "+ray_kwargs.ray_init.num_gpus=4" in overrides
+    assert "+ray_kwargs.ray_init._temp_dir=/tmp/wb-ab" in overrides
+
+
+def test_cpu_run_on_an_existing_cluster_leaves_ray_init_alone() -> None:
+    overrides = profile_overrides(
+        "cpu", on_existing_cluster=True, ray_temp_dir="/tmp/wb-ab", critic=True
+    )
+    assert not [key for key in keys(overrides) if key.startswith("ray_kwargs")]
+
+
+def test_cpu_overrides_carry_every_blocker_fix() -> None:
+    overrides = profile_overrides("cpu")
+    for expected in (
+        "trainer.device=cpu",
+        "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
+        "+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
+        "actor_rollout_ref.actor.strategy=fsdp2",
+        "actor_rollout_ref.actor.fsdp_config.strategy=fsdp2",
+        "actor_rollout_ref.ref.strategy=fsdp2",
+        "+actor_rollout_ref.rollout.enable_sleep_mode=False",
+        "actor_rollout_ref.rollout.free_cache_engine=False",
+        "actor_rollout_ref.rollout.enforce_eager=True",
+        "actor_rollout_ref.rollout.agent.num_workers=1",
+        "actor_rollout_ref.model.use_remove_padding=False",
+        "data.dataloader_num_workers=0",
+    ):
+        assert expected in overrides
+
+
+def test_critic_overrides_only_with_a_critic() -> None:
+    assert not [key for key in keys(profile_overrides("cpu")) if key.startswith("critic.")]
+    with_critic = profile_overrides("cpu", critic=True)
+    assert "critic.fsdp.strategy=fsdp2" in with_critic
+    assert "+critic.model.override_config.attn_implementation=sdpa" in with_critic
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_no_profile_sets_a_key_twice(profile: str, tmp_path: Path) -> None:
+    overrides = profile_overrides(profile, critic=True, ray_temp_dir="/tmp/wb-ab")
+    assert len(keys(overrides)) == len(set(keys(overrides)))
+
+
+def test_unknown_profile_is_a_params_error_naming_the_field() -> None:
+    with pytest.raises(ParamsError) as caught:
+        profile_overrides("tpu")
+    assert caught.value.problems[0][0] == "profile"
+    assert caught.value.exit_code == 2

@@ -1,0 +1,225 @@
+"""Baseline files: reference values a run is compared with, and where they came from.
+
+A baseline is JSON (or YAML) under ``params/baselines/<scenario>.<hardware>.json``::
+
+    {"format": "verl-workbook-baseline/1",
+     "scenario": "gspo-tiny-1n1cpu-fsdp2-vllm", "hardware": "cpu",
+     "provenance": {"created": ..., "source": "bless", "run_ids": [...], "workbook_version": ...,
+                    "verl_version": ..., "verl_commit": ..., "packages": {...}, "runs": [...]},
+     "metrics": {"timing_s/step": {
+         "value": 12.1, "reduce": "mean", "window": [2, 5],      # the reduced reference value
+         "series": {"1": 16.7, "2": 2.5, ...},                    # per step, mean over runs
+         "band": {"min": {...}, "max": {...}, "std": {...}},      # per step, from several runs
+         "spread": {"min": ..., "max": ..., "mean": ..., "std": ..., "n": 3},
+         "tolerance": {"rtol": 0.12}}}}                           # suggested from the spread
+
+Files are written by ``workbook bless`` or ``workbook baseline import``; nobody edits numbers by
+hand. verl's Ascend baselines (``key:value`` text lines read by its ``check_npu.py``) load
+directly too, their old key ``perf/max_memory_allocated_gb`` renamed as that script does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from workbook.errors import BaselineError, InputError
+from workbook.runs import write_atomic
+from workbook.serialization import dump_yaml, load_yaml_text
+
+FORMAT = "verl-workbook-baseline/1"
+# old name -> current name, as verl-ascend-recipe's check_npu.py maps it
+ASCEND_RENAMES = {"perf/max_memory_allocated_gb": "actor/perf/max_memory_allocated_gb"}
+# how check_npu.py reduces what its baselines hold (last step, or mean over steps 5-14)
+ASCEND_REDUCTIONS = {
+    "actor/perf/max_memory_allocated_gb": ("last", None),
+    "perf/throughput": ("mean", (5, 14)),
+    "timing_s/step": ("mean", (5, 14)),
+    "critic/rewards/mean": ("mean", (5, 14)),
+    "training/rollout_probs_diff_mean": ("mean", (5, 14)),
+}
+_NUMBER = re.compile(r"(?:np\.float\d*\()?\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)")
+
+
+@dataclass
+class BaselineMetric:
+    """Reference data for one metric."""
+
+    value: float | None = None
+    reduce: str | None = None
+    window: tuple[int, int] | None = None
+    series: dict[int, float] = field(default_factory=dict)
+    band: dict[str, dict[int, float]] = field(default_factory=dict)
+    spread: dict[str, float] = field(default_factory=dict)
+    tolerance: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"value": _finite_or_none(self.value)}
+        if self.reduce:
+            out["reduce"] = self.reduce
+        if self.window:
+            out["window"] = list(self.window)
+        if self.series:
+            out["series"] = _steps_out(self.series)
+        if self.band:
+            out["band"] = {k: _steps_out(v) for k, v in self.band.items()}
+        for key in ("spread", "tolerance"):
+            if getattr(self, key):
+                out[key] = dict(getattr(self, key))
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str) -> "BaselineMetric":
+        if not isinstance(data, dict):
+            raise BaselineError(f"{where}: expected a mapping, got {type(data).__name__}")
+        try:
+            window = data.get("window")
+            return cls(
+                value=None if data.get("value") is None else float(data["value"]),
+                reduce=data.get("reduce"),
+                window=(int(window[0]), int(window[1])) if window else None,
+                series=_steps_in(data.get("series") or {}),
+                band={k: _steps_in(v) for k, v in (data.get("band") or {}).items()},
+                spread={k: float(v) for k, v in (data.get("spread") or {}).items()},
+                tolerance={k: float(v) for k, v in (data.get("tolerance") or {}).items()},
+            )
+        except (TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise BaselineError(f"{where}: {exc}") from None
+
+
+@dataclass
+class Baseline:
+    """Reference values per metric plus provenance."""
+
+    metrics: dict[str, BaselineMetric] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    scenario: str | None = None
+    hardware: str | None = None
+    path: Path | None = None
+
+    def names(self) -> list[str]:
+        return sorted(self.metrics)
+
+    def value(self, metric: str) -> float | None:
+        entry = self.metrics.get(metric)
+        return None if entry is None else entry.value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "scenario": self.scenario, "hardware": self.hardware,
+                "provenance": self.provenance,
+                "metrics": {k: self.metrics[k].to_dict() for k in sorted(self.metrics)}}
+
+    def save(self, path: Path) -> Path:
+        """Write as JSON (or YAML for a .yaml/.yml name), atomically."""
+        path = Path(path)
+        data = self.to_dict()
+        if path.suffix in (".yaml", ".yml"):
+            text = dump_yaml(data)
+        else:
+            text = json.dumps(data, indent=2) + "\n"
+        self.path = path
+        return write_atomic(path, text)
+
+
+def load_baseline(path: Path | str) -> Baseline:
+    """Read a baseline (JSON, YAML, or verl's Ascend ``key:value`` text); BaselineError if not."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise BaselineError(f"baseline not found: {path}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"cannot read baseline {path}: {exc}") from None
+    if path.suffix == ".txt":
+        return import_ascend_text(text, source=path)
+    try:
+        data = load_yaml_text(text, str(path)) if path.suffix in (".yaml", ".yml") else json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(f"baseline {path} is not valid JSON: {exc}") from None
+    except InputError as exc:
+        raise BaselineError(exc.message) from None
+    baseline = baseline_from_dict(data, str(path))
+    baseline.path = path
+    return baseline
+
+
+def baseline_from_dict(data: Any, where: str = "baseline") -> Baseline:
+    if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
+        raise BaselineError(f"{where}: expected a mapping with a 'metrics' mapping")
+    if data.get("format", FORMAT) != FORMAT:
+        raise BaselineError(f"{where}: unknown format {data.get('format')!r}, expected {FORMAT}")
+    metrics = {str(k): BaselineMetric.from_dict(v, f"{where}: metrics.{k}")
+               for k, v in data["metrics"].items()}
+    if not metrics:
+        raise BaselineError(f"{where}: names no metric")
+    return Baseline(metrics, dict(data.get("provenance") or {}), data.get("scenario"),
+                    data.get("hardware"))
+
+
+def import_ascend_text(text: str, *, source: Path | str | None = None,
+                       hardware: str | None = None, scenario: str | None = None,
+                       origin: str | None = None) -> Baseline:
+    """Parse verl's Ascend nightly baseline (``key:value`` lines) into a :class:`Baseline`.
+
+    Values are the reduced numbers ``check_npu.py`` compares against (memory at the last step,
+    the others a mean over steps 5-14); the old memory key is renamed. ``origin`` records where
+    the text came from upstream (repository, commit, path).
+    """
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        key, sep, rest = line.strip().partition(":")
+        match = _NUMBER.match(rest.strip()) if sep else None
+        if key and match:
+            values[key.strip()] = float(match.group(1))
+    for old, new in ASCEND_RENAMES.items():
+        if old in values:
+            value = values.pop(old)
+            values.setdefault(new, value)
+    if not values:
+        raise BaselineError(f"{source or 'baseline text'}: no `key:value` lines found")
+    metrics = {}
+    for key, value in values.items():
+        reduce, window = ASCEND_REDUCTIONS.get(key, (None, None))
+        metrics[key] = BaselineMetric(value=value, reduce=reduce, window=window)
+    provenance: dict[str, Any] = {
+        "source": "verl-ascend-text", "created": now_iso(),
+        "imported_from": str(source) if source else None, "origin": origin,
+        "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "note": "imported from verl's Ascend nightly baseline; it records no versions or run ids",
+    }
+    if hardware is None and source is not None:
+        # verl-ascend-recipe keeps baselines under baseline/<a2|a3>/nightly_log/...
+        parts = [p.lower() for p in Path(source).parts]
+        hardware = next((p for p in parts if p in ("a2", "a3")), None)
+    baseline = Baseline(metrics, provenance, scenario, hardware)
+    baseline.path = Path(source) if source else None
+    return baseline
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def bless(run_dirs: list[Path], out: Path | None = None, **kwargs: Any) -> Baseline:
+    """Write a baseline from good runs; see :func:`workbook.checks.blessing.bless`."""
+    from workbook.checks.blessing import bless as _bless  # blessing builds on this module
+
+    return _bless(run_dirs, out, **kwargs)
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _steps_out(series: dict[int, float]) -> dict[str, float | None]:
+    return {str(s): _finite_or_none(v) for s, v in sorted(series.items())}
+
+
+def _steps_in(series: Any) -> dict[int, float]:
+    return {int(s): (math.nan if v is None else float(v)) for s, v in dict(series).items()}

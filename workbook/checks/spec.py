@@ -1,0 +1,285 @@
+"""The ``checks:`` section of a scenario, validated into a :class:`CheckSpec`.
+
+Schema (every key optional)::
+
+    checks:
+      baseline: baselines/gspo-tiny-1n1cpu-fsdp2-vllm.cpu.json   # relative to params/ (or absolute)
+      window: [5, 14]         # inclusive steps for mean/median reductions (verl's nightly: 5-14)
+      min_steps: 15           # the step a run must reach; default: the end of the widest window
+                              # a baseline comparison uses. A run that stops earlier *fails*.
+      defaults: true          # apply the built-in nightly policies below (false: only `metrics`)
+      metrics:                # per-metric policy, merged field by field over the defaults
+        timing_s/step: {rtol: 0.10}
+        actor/entropy: {reduce: median, direction: both, atol: 0.02}
+        perf/throughput: {enabled: false}        # or `perf/throughput: false`
+      expressions:            # NeMo-RL style checks, see workbook.checks.expression
+        - 'median(data["training/rollout_probs_diff_mean"]) < 0.01'
+        - name: generation time
+          expr: 'mean(data["timing_s/gen"], -5) < 1.2 * baseline("timing_s/gen")'
+
+Policy fields: ``reduce`` (last|mean|median|max|min; ``window`` applies to mean/median),
+``window`` ([first, last] inclusive, default the section's), ``direction`` (both|
+higher_is_worse|lower_is_worse), ``atol``/``rtol`` (allowed difference = atol + rtol*|baseline|;
+set one to 0 to use the other alone), ``compare`` (against the baseline; default: when a tolerance
+is set), ``finite`` (every step finite), ``bounds`` ([lo, hi], null for open; every step),
+``enabled``.
+
+Precedence per field: built-in default < tolerance suggested by the baseline (``bless`` from
+several runs) < the scenario. Baseline comparisons of the built-in defaults apply only to metrics
+the baseline names; ``finite``/``bounds`` apply whenever the run logs the metric.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from workbook.checks.expression import Expression, compile_expression
+from workbook.checks.reductions import REDUCTIONS, WINDOWED
+from workbook.errors import ExpressionError
+
+DEFAULT_WINDOW = (5, 14)
+DIRECTIONS = ("both", "higher_is_worse", "lower_is_worse")
+POLICY_FIELDS = ("reduce", "window", "direction", "atol", "rtol", "compare", "finite", "bounds",
+                 "enabled")
+SECTION_KEYS = ("baseline", "window", "min_steps", "defaults", "metrics", "expressions")
+
+# verl's nightly comparator (check_npu.py) plus what it forgets; see the module docstring
+DEFAULT_POLICIES: dict[str, dict[str, Any]] = {
+    "actor/perf/max_memory_allocated_gb": {"reduce": "last", "direction": "higher_is_worse",
+                                           "atol": 1.0},
+    "perf/throughput": {"reduce": "mean", "direction": "lower_is_worse", "rtol": 0.05},
+    "timing_s/step": {"reduce": "mean", "direction": "higher_is_worse", "rtol": 0.05},
+    "critic/rewards/mean": {"reduce": "mean", "direction": "both", "atol": 0.05},
+    "training/rollout_probs_diff_mean": {"reduce": "mean", "direction": "both", "rtol": 0.05},
+    "timing_s/gen": {"reduce": "mean", "direction": "higher_is_worse", "rtol": 0.05},
+    "actor/pg_loss": {"finite": True, "compare": False},
+    "actor/pg_clipfrac": {"reduce": "mean", "direction": "both", "atol": 0.05, "bounds": [0.0, 1.0]},
+}
+
+
+@dataclass(frozen=True)
+class MetricPolicy:
+    """How one metric is judged."""
+
+    metric: str
+    reduce: str = "mean"
+    window: tuple[int, int] = DEFAULT_WINDOW
+    direction: str = "both"
+    atol: float | None = None
+    rtol: float | None = None
+    compare: bool = False
+    finite: bool = False
+    bounds: tuple[float | None, float | None] | None = None
+    explicit: bool = False  # named by the scenario, so a missing metric is an error, not a skip
+
+    def allowed(self, reference: float) -> float:
+        """The difference from ``reference`` this policy tolerates."""
+        return (self.atol or 0.0) + (self.rtol or 0.0) * abs(reference)
+
+    @property
+    def uses_window(self) -> bool:
+        return self.compare and self.reduce in WINDOWED
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """Validated ``checks:`` section; build it with :func:`parse_checks`."""
+
+    baseline: Path | None = None
+    window: tuple[int, int] = DEFAULT_WINDOW
+    min_steps: int | None = None
+    use_defaults: bool = True
+    overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    expressions: tuple[Expression, ...] = ()
+
+    def policy(self, metric: str, suggested: Mapping[str, float] | None = None) -> MetricPolicy | None:
+        """The merged policy for ``metric`` (None when nothing applies or it is disabled)."""
+        has_default = self.use_defaults and metric in DEFAULT_POLICIES
+        override = self.overrides.get(metric)
+        if not has_default and override is None:
+            return None
+        merged: dict[str, Any] = dict(DEFAULT_POLICIES[metric]) if has_default else {}
+        if suggested and merged.get("compare", True) and any(
+                suggested.get(k) is not None for k in ("atol", "rtol")):
+            merged.update({k: suggested.get(k) for k in ("atol", "rtol")})
+        if override is not None:
+            merged.update(override)
+        if not merged.pop("enabled", True):
+            return None
+        merged.setdefault("compare", merged.get("atol") is not None or merged.get("rtol") is not None)
+        window = merged.pop("window", None)
+        bounds = merged.pop("bounds", None)
+        return MetricPolicy(
+            metric=metric, window=tuple(window) if window else self.window,  # type: ignore[arg-type]
+            bounds=tuple(bounds) if bounds else None, explicit=override is not None,  # type: ignore[arg-type]
+            **merged)
+
+    def policy_names(self) -> list[str]:
+        names = list(DEFAULT_POLICIES) if self.use_defaults else []
+        return names + [n for n in self.overrides if n not in names]
+
+    def with_baseline(self, path: Path | None) -> "CheckSpec":
+        return self if path is None else replace(self, baseline=Path(path))
+
+    def with_expressions(self, texts: list[str]) -> "CheckSpec":
+        """Add command-line expressions; raises :class:`ExpressionError` on a bad one."""
+        added = tuple(compile_expression(t) for t in texts)
+        return replace(self, expressions=self.expressions + added)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "baseline": str(self.baseline) if self.baseline else None,
+            "window": list(self.window), "min_steps": self.min_steps,
+            "defaults": self.use_defaults,
+            "metrics": {k: dict(v) for k, v in self.overrides.items()},
+            "expressions": [{"name": e.name, "expr": e.text} for e in self.expressions],
+        }
+
+
+def parse_checks(section: Mapping[str, Any] | None, *,
+                 params_dir: Path) -> tuple[CheckSpec, list[tuple[str, str]]]:
+    """Validate a scenario's ``checks:`` section; returns the spec and every problem found.
+
+    Pure apart from checking that the baseline file exists. Problems are ``(field path,
+    message)`` pairs such as ``("checks.metrics.timing_s/step.rtol", "must be >= 0")``.
+    """
+    problems: list[tuple[str, str]] = []
+    if section is None:
+        return CheckSpec(), problems
+    if not isinstance(section, Mapping):
+        return CheckSpec(), [("checks", "must be a mapping")]
+    for key in section:
+        if key not in SECTION_KEYS:
+            problems.append((f"checks.{key}", f"unknown key; known: {', '.join(SECTION_KEYS)}"))
+
+    baseline = _baseline_path(section.get("baseline"), params_dir, problems)
+    window = _window(section.get("window", list(DEFAULT_WINDOW)), "checks.window", problems)
+    min_steps = section.get("min_steps")
+    if min_steps is not None and (type(min_steps) is not int or min_steps < 1):
+        problems.append(("checks.min_steps", "must be an integer >= 1"))
+        min_steps = None
+    use_defaults = section.get("defaults", True)
+    if not isinstance(use_defaults, bool):
+        problems.append(("checks.defaults", "must be true or false"))
+        use_defaults = True
+    overrides = _metrics(section.get("metrics") or {}, problems)
+    expressions = _expressions(section.get("expressions") or [], problems)
+    spec = CheckSpec(baseline, window or DEFAULT_WINDOW, min_steps, use_defaults, overrides,
+                     tuple(expressions))
+    return spec, problems
+
+
+def _baseline_path(value: Any, params_dir: Path, problems: list[tuple[str, str]]) -> Path | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        problems.append(("checks.baseline", "must be a file path relative to the params folder"))
+        return None
+    path = Path(value).expanduser()
+    path = path if path.is_absolute() else Path(params_dir) / path
+    if not path.is_file():
+        problems.append(("checks.baseline", f"file not found: {path}"))
+    return path
+
+
+def _window(value: Any, where: str, problems: list[tuple[str, str]]) -> tuple[int, int] | None:
+    if (isinstance(value, (list, tuple)) and len(value) == 2
+            and all(type(v) is int for v in value) and 0 <= value[0] <= value[1]):
+        return (value[0], value[1])
+    problems.append((where, f"must be [first, last] steps with 0 <= first <= last, got {value!r}"))
+    return None
+
+
+def _number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+def _metrics(section: Any, problems: list[tuple[str, str]]) -> dict[str, dict[str, Any]]:
+    if not isinstance(section, Mapping):
+        problems.append(("checks.metrics", "must map metric names to policies"))
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for name, body in section.items():
+        where = f"checks.metrics.{name}"
+        if body is False:
+            out[str(name)] = {"enabled": False}
+            continue
+        if body is None or body is True:
+            out[str(name)] = {}
+            continue
+        if not isinstance(body, Mapping):
+            problems.append((where, "must be a mapping of policy fields, or false"))
+            continue
+        out[str(name)] = _policy_fields(body, where, problems)
+    return out
+
+
+def _policy_fields(body: Mapping[str, Any], where: str,
+                   problems: list[tuple[str, str]]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for key, value in body.items():
+        path = f"{where}.{key}"
+        if key not in POLICY_FIELDS:
+            problems.append((path, f"unknown field; known: {', '.join(POLICY_FIELDS)}"))
+        elif key == "reduce" and value not in REDUCTIONS:
+            problems.append((path, f"must be one of {', '.join(REDUCTIONS)}, got {value!r}"))
+        elif key == "direction" and value not in DIRECTIONS:
+            problems.append((path, f"must be one of {', '.join(DIRECTIONS)}, got {value!r}"))
+        elif key in ("atol", "rtol") and value is not None and not (_number(value) and value >= 0):
+            problems.append((path, f"must be a number >= 0, got {value!r}"))
+        elif key in ("compare", "finite", "enabled") and not isinstance(value, bool):
+            problems.append((path, "must be true or false"))
+        elif key == "window":
+            window = _window(value, path, problems)
+            if window:
+                fields[key] = list(window)
+            continue
+        elif key == "bounds" and not _bounds_ok(value):
+            problems.append((path, f"must be [low, high] numbers (null for open), got {value!r}"))
+        else:
+            fields[key] = float(value) if key in ("atol", "rtol") and value is not None else value
+    return fields
+
+
+def _bounds_ok(value: Any) -> bool:
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        return False
+    lo, hi = value
+    if not all(v is None or _number(v) for v in value):
+        return False
+    return lo is None or hi is None or lo <= hi
+
+
+def _expressions(section: Any, problems: list[tuple[str, str]]) -> list[Expression]:
+    if isinstance(section, Mapping):
+        items: list[Any] = [{"name": k, "expr": v} for k, v in section.items()]
+    elif isinstance(section, list):
+        items = section
+    else:
+        problems.append(("checks.expressions", "must be a list of expressions"))
+        return []
+    compiled: list[Expression] = []
+    names: set[str] = set()
+    for index, item in enumerate(items):
+        where = f"checks.expressions[{index}]"
+        name = None
+        if isinstance(item, Mapping):
+            unknown = set(item) - {"name", "expr"}
+            if unknown:
+                problems.append((where, f"unknown keys {sorted(unknown)}; use name and expr"))
+            name, item = item.get("name"), item.get("expr")
+        if not isinstance(item, str):
+            problems.append((where, "must be an expression string or {name, expr}"))
+            continue
+        try:
+            expression = compile_expression(item, None if name is None else str(name))
+        except ExpressionError as exc:
+            problems.append((where, exc.message))
+            continue
+        if expression.name in names:
+            problems.append((where, f"duplicate check name {expression.name!r}"))
+        names.add(expression.name)
+        compiled.append(expression)
+    return compiled

@@ -1,0 +1,61 @@
+"""``workbook bless RUN_DIR...`` and ``workbook baseline import``: baselines from data, not hands."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from workbook.checks.baseline import Baseline, import_ascend_text, load_baseline
+from workbook.checks.blessing import bless
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "bless", help="write a baseline from one or several good runs",
+        description="Reduce each metric of the runs as the scenario's checks say and write "
+        "the reference values, per-step series and provenance; from several runs also the "
+        "spread and suggested tolerances.",
+        epilog="examples:\n  workbook bless runs/gspo-tiny-1n1cpu-fsdp2-vllm/*\n"
+        "  workbook bless RUN_A RUN_B RUN_C --out params/baselines/x.cpu.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
+    parser.add_argument("--out", type=Path, help="baseline file to write (default: the "
+                        "scenario's checks.baseline, else params/baselines/<scenario>.<hw>.json)")
+    parser.add_argument("--hardware", help="hardware label (default: the scenario's profile)")
+    parser.set_defaults(handler=run_bless)
+
+    group = sub.add_parser("baseline", help="baseline files").add_subparsers(dest="baseline_cmd",
+                                                                             required=True)
+    imp = group.add_parser(
+        "import", help="convert verl's Ascend key:value baseline text to a baseline file",
+        epilog="example:\n  workbook baseline import baseline_gspo_qwen3_8b_fsdp2_npu.txt "
+        "--hardware a2 --out params/baselines/gspo-qwen3-8b-1n8npu-fsdp2-vllm.a2.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    imp.add_argument("text", type=Path, help="verl-ascend-recipe baseline_<name>.txt")
+    imp.add_argument("--out", type=Path, required=True)
+    imp.add_argument("--hardware", help="a2, a3, ... (default: read from the file's path)")
+    imp.add_argument("--scenario", help="scenario name to record")
+    imp.add_argument("--origin", help="where the text came from (repository@commit:path)")
+    imp.set_defaults(handler=run_import)
+
+
+def run_bless(args: argparse.Namespace) -> int:
+    baseline = bless(args.run_dirs, args.out, hardware=args.hardware)
+    _summary(baseline)
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    load_baseline(args.text)  # same checks and errors as any baseline (exit 2 when unreadable)
+    baseline = import_ascend_text(args.text.read_text(encoding="utf-8"), source=args.text,
+                                  hardware=args.hardware, scenario=args.scenario,
+                                  origin=args.origin)
+    baseline.save(args.out)
+    _summary(baseline)
+    return 0
+
+
+def _summary(baseline: Baseline) -> None:
+    runs = baseline.provenance.get("run_ids") or [baseline.provenance.get("imported_from")]
+    print(f"{len(baseline.metrics)} metrics from {', '.join(str(r) for r in runs)}")
+    print(baseline.path)

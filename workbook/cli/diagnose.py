@@ -1,0 +1,38 @@
+"""``workbook diagnose PATH``: why a run failed, as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from workbook.errors import MetricsError
+from workbook.metrics.diagnosis import diagnose
+
+EPILOG = """examples:
+  workbook diagnose runs/gspo-tiny/20261129T181829Z-1a2b3c    # uses run.json's exit code
+  workbook diagnose nightly.log --exit-code 1 --expected-steps 15
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "diagnose", help="say why a run failed (JSON: status, category, summary, evidence, last_step)",
+        description="Diagnose a run from its console log, metrics JSONL or run directory.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("path", type=Path, help="log file, JSONL file or run directory")
+    parser.add_argument("--exit-code", type=int, default=None,
+                        help="the run's exit code (a run directory's run.json is used otherwise)")
+    parser.add_argument("--expected-steps", type=int, default=None,
+                        help="steps a complete run reaches (fewer is 'incomplete')")
+    parser.set_defaults(handler=run_diagnose)
+
+
+def run_diagnose(args: argparse.Namespace) -> int:
+    """Print the diagnosis; exit 0 whatever the verdict (the verdict is in the JSON)."""
+    if not args.path.exists():
+        raise MetricsError(f"{args.path}: no such file or directory")
+    result = diagnose(args.path, exit_code=args.exit_code, expected_steps=args.expected_steps)
+    sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+    return 0

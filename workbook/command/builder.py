@@ -1,0 +1,129 @@
+"""Resolved scenario -> the exact verl command (argv + env). Pure: no I/O, no clock, no env reads.
+
+Order of the Hydra overrides: the scenario's first-class fields, then its raw ``overrides:``
+in file order, then what the hardware profile needs (unless the scenario set that key), then
+the workbook's own sinks (file logger beside the console). Validation refuses a raw override that sets a key a first-class
+field owns, so each key appears once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from workbook.command import hydra
+from workbook.launch.outcome import Plan
+from workbook.params.schema import Scenario
+from workbook import profiles
+
+ENTRY_MODULE = "verl.trainer.main_ppo"
+LOGGERS = ["console", "file"]
+# Keys the workbook sets itself; a scenario must not.
+RESERVED_KEYS = ("trainer.logger",)
+
+
+def first_class(s: Scenario) -> list[tuple[str, Any]]:
+    """The Hydra key/value pairs the scenario's first-class fields stand for."""
+    actor = "actor_rollout_ref.actor"
+    pairs: list[tuple[str, Any]] = [
+        ("algorithm.adv_estimator", s.adv_estimator),
+        ("data.train_files", s.train_files),
+        ("data.val_files", s.val_files),
+        ("data.train_batch_size", s.train_batch_size),
+        ("data.max_prompt_length", s.max_prompt_length),
+        ("data.max_response_length", s.max_response_length),
+        ("actor_rollout_ref.model.path", s.model_path),
+        (f"{actor}.policy_loss.loss_mode", s.policy_loss),
+        (f"{actor}.loss_agg_mode", s.loss_agg_mode),
+        (f"{actor}.clip_ratio_low", s.clip_ratio_low),
+        (f"{actor}.clip_ratio_high", s.clip_ratio_high),
+        (f"{actor}.clip_ratio_c", s.clip_ratio_c),
+        (f"{actor}.optim.lr", s.lr),
+        (f"{actor}.ppo_mini_batch_size", s.ppo_mini_batch_size),
+        ("actor_rollout_ref.rollout.n", s.rollout_n),
+        ("actor_rollout_ref.rollout.tensor_model_parallel_size", s.rollout_tp),
+        ("actor_rollout_ref.rollout.gpu_memory_utilization", s.rollout_memory_utilization),
+    ]
+    if s.sequence_parallel_size != 1:
+        pairs += [
+            (f"{actor}.fsdp_config.ulysses_sequence_parallel_size", s.sequence_parallel_size),
+            ("actor_rollout_ref.ref.fsdp_config.ulysses_sequence_parallel_size", s.sequence_parallel_size),
+        ]
+    if s.seed is not None:
+        pairs += [
+            ("data.seed", s.seed),
+            (f"{actor}.data_loader_seed", s.seed),
+            (f"{actor}.fsdp_config.seed", s.seed),
+            ("actor_rollout_ref.ref.fsdp_config.seed", s.seed),
+        ]
+    if s.uses_critic:
+        pairs += [
+            ("critic.model.path", s.critic_model_path or s.model_path),
+            ("critic.optim.lr", s.critic_lr),
+        ]
+        if s.sequence_parallel_size != 1:
+            pairs.append(("critic.ulysses_sequence_parallel_size", s.sequence_parallel_size))
+    pairs += [
+        ("trainer.project_name", s.project_name),
+        ("trainer.experiment_name", s.experiment_name or s.name),
+        ("trainer.nnodes", s.nodes),
+        ("trainer.n_gpus_per_node", s.devices_per_node),
+        ("trainer.total_training_steps", s.total_training_steps),
+        ("trainer.total_epochs", s.total_epochs),
+    ]
+    return [(k, v) for k, v in pairs if v is not None]
+
+
+def owned_keys(s: Scenario) -> set[str]:
+    """Keys a raw override may not set: those of every first-class field, set or not, and the
+    workbook's own. Sequence-parallel keys are owned only when the field is used (!= 1), so a
+    scenario may keep a seed script's own spelling of them."""
+    every = s.model_copy(update={
+        "adv_estimator": "gae", "loss_agg_mode": "token-mean", "clip_ratio_low": 0.2,
+        "clip_ratio_high": 0.2, "clip_ratio_c": 3.0, "critic_lr": 1e-5, "seed": 0, "total_epochs": 1,
+    })
+    return {k for k, _ in first_class(every)} | set(RESERVED_KEYS)
+
+
+def ray_temp_dir(run_id: str) -> str:
+    """A short, per-run Ray temp dir: AF_UNIX socket paths must stay under ~107 bytes."""
+    return f"/tmp/wb-{run_id[-6:]}"
+
+
+def build_plan(
+    s: Scenario,
+    run_dir: Path,
+    *,
+    python: str = "python3",
+    on_existing_cluster: bool | None = None,
+    plugin_path: str | None = None,
+) -> Plan:
+    """The command that runs ``s`` into ``run_dir``.
+
+    ``on_existing_cluster`` defaults to ``launcher == "ray"``: verl must not size its own
+    Ray when it joins a cluster. ``plugin_path`` is where the CPU profile's import shims live.
+    """
+    existing = s.launcher == "ray" if on_existing_cluster is None else on_existing_cluster
+    run_dir = Path(run_dir)
+    overrides = [hydra.override(k, v) for k, v in first_class(s)]
+    overrides += list(s.overrides)
+    already = {hydra.key_of(o) for o in overrides}
+    overrides += [o for o in profiles.profile_overrides(
+        s.profile,
+        nnodes=s.nodes,
+        devices_per_node=s.devices_per_node,
+        on_existing_cluster=existing,
+        ray_temp_dir=None if existing else ray_temp_dir(run_dir.name),
+        critic=s.uses_critic,
+    ) if hydra.key_of(o) not in already]
+    overrides.append(hydra.override("trainer.logger", LOGGERS))
+    env = profiles.profile_env(s.profile, plugin_path=Path(plugin_path) if plugin_path else None)
+    env.update({k: _env_value(v) for k, v in s.env.items()})
+    env["VERL_FILE_LOGGER_PATH"] = str(run_dir / "metrics.jsonl")
+    return Plan(argv=[python, "-m", ENTRY_MODULE, *overrides], env=env)
+
+
+def _env_value(v: object) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    return str(v)

@@ -1,0 +1,413 @@
+"""A local multi-node Ray cluster on loopback, started and stopped by PID.
+
+Laptops and CI need "two Ray nodes" without two machines: a head and ``nodes - 1`` more
+``ray start`` processes on this host. Each cluster gets
+
+* its own short temp dir (``/tmp/wb-ray-<hash>``: Ray's AF_UNIX socket paths must stay short),
+* every port chosen free and moved off Ray's defaults (so it never collides with another
+  cluster on the machine, nor with a ``ray.init()`` of a local run),
+* logical devices per node (``--num-gpus`` for GPUs, ``--resources '{"NPU": n}'`` otherwise),
+* token authentication as Ray does it for local clusters (a token in ``~/.ray/auth_token``).
+
+Its state (addresses, temp dir, PIDs) lives in a JSON file (``$WORKBOOK_CLUSTER_STATE`` or
+``~/.cache/verl-workbook/cluster.json``) so ``up`` is idempotent and ``down`` knows what to stop.
+``down`` never runs ``ray stop`` (that stops every Ray cluster of the machine): it finds the
+processes whose command line or open files mention the cluster's temp dir, plus their
+descendants (Ray workers rename themselves ``ray::...``), sends SIGTERM, and SIGKILLs the
+survivors after 10 s. This is the one module that imports psutil.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+import psutil
+
+from workbook.errors import InputError, LaunchError
+from workbook.launch import ray_client
+from workbook.runs import write_atomic
+
+WORKER_PORT_SPAN = 200
+STARTUP_TIMEOUT_S = 120.0
+KILL_GRACE_S = 10.0
+
+
+def default_state_file() -> Path:
+    default = Path("~/.cache/verl-workbook/cluster.json").expanduser()
+    return Path(os.environ.get("WORKBOOK_CLUSTER_STATE", str(default))).expanduser()
+
+
+def temp_dir_for(state_file: Path) -> Path:
+    """A short temp dir unique to the state file (AF_UNIX paths in it must stay < 108 bytes)."""
+    digest = hashlib.sha1(str(Path(state_file).resolve()).encode()).hexdigest()[:8]
+    return Path("/tmp") / f"wb-ray-{digest}"
+
+
+def ray_executable() -> Path:
+    """The ``ray`` CLI of this interpreter's environment (the cluster must run the same Ray)."""
+    path = Path(sys.executable).parent / "ray"
+    if not path.exists():
+        raise LaunchError(f"no `ray` executable beside {sys.executable}; install ray[default]")
+    return path
+
+
+@dataclass
+class ClusterState:
+    """What ``up`` started: enough for ``status`` and ``down`` in another process."""
+
+    temp_dir: str
+    gcs_address: str
+    dashboard_url: str
+    nodes: int
+    cpus_per_node: int
+    devices_per_node: int
+    device_resource: str
+    pids: list[int] = field(default_factory=list)
+    ports: list[dict[str, int]] = field(default_factory=list)
+    started_at: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ClusterState":
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+def load_state(state_file: Path | None = None) -> ClusterState | None:
+    path = Path(state_file or default_state_file())
+    if not path.exists():
+        return None
+    try:
+        return ClusterState.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"{path}: not a cluster state file ({exc}); remove it") from None
+
+
+def _save_state(state: ClusterState, state_file: Path) -> None:
+    write_atomic(state_file, json.dumps(state.to_dict(), indent=2) + "\n")
+
+
+# ---------------------------------------------------------------- ports
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port(taken: set[int]) -> int:
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("", 0))
+            port = int(sock.getsockname()[1])
+        if port not in taken:
+            taken.add(port)
+            return port
+
+
+def _free_range(taken: set[int], span: int) -> tuple[int, int]:
+    """A block of ``span`` ports all free now, away from Ray's default worker range 10002-19999."""
+    rng = random.Random()
+    for _ in range(200):
+        start = rng.randrange(20000, 32000 - span)
+        block = range(start, start + span)
+        if taken.isdisjoint(block) and all(_port_is_free(p) for p in block[:: max(1, span // 20)]):
+            taken.update(block)
+            return start, start + span - 1
+    raise LaunchError("no free block of worker ports found between 20000 and 32000")
+
+
+def node_ports(head: bool, taken: set[int]) -> dict[str, int]:
+    """Every port one node listens on, chosen free (the head adds GCS, dashboard, client)."""
+    names = [
+        "node-manager-port",
+        "object-manager-port",
+        "dashboard-agent-listen-port",
+        "dashboard-agent-grpc-port",
+        "runtime-env-agent-port",
+        "metrics-export-port",
+    ]
+    if head:
+        names = ["port", "dashboard-port", "ray-client-server-port", *names]
+    ports = {name: _free_port(taken) for name in names}
+    ports["min-worker-port"], ports["max-worker-port"] = _free_range(taken, WORKER_PORT_SPAN)
+    return ports
+
+
+def start_command(
+    *,
+    ports: dict[str, int],
+    temp_dir: Path,
+    cpus: int,
+    devices: int,
+    device_resource: str,
+    head_address: str | None,
+) -> list[str]:
+    """argv of one ``ray start`` (pure: the head when ``head_address`` is None)."""
+    argv = [str(ray_executable()), "start"]
+    if head_address is None:
+        argv += ["--head", "--dashboard-host=127.0.0.1", "--include-dashboard=true"]
+    else:
+        argv += [f"--address={head_address}"]
+    argv += [f"--{name}={value}" for name, value in ports.items()]
+    argv += [f"--temp-dir={temp_dir}", f"--num-cpus={cpus}", "--disable-usage-stats"]
+    if device_resource.upper() == "GPU":
+        argv.append(f"--num-gpus={devices}")
+    else:
+        argv += ["--num-gpus=0", f"--resources={json.dumps({device_resource: devices})}"]
+    return argv
+
+
+def _ray_env() -> dict[str, str]:
+    """Environment of the ``ray start`` processes (inherited by every job they run).
+
+    The venv's bin dir goes first on PATH so a job's ``python3`` is this venv's; token auth
+    is on unless the caller chose ``RAY_AUTH_MODE`` explicitly, as Ray does for local clusters.
+    """
+    env = dict(os.environ)
+    env.pop("RAY_ADDRESS", None)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env.setdefault("RAY_AUTH_MODE", "token")
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    return env
+
+
+def _ensure_token(env: dict[str, str]) -> None:
+    """Create Ray's default token file when auth is on and no token exists (as ``ray.init`` does)."""
+    if env.get("RAY_AUTH_MODE", "").lower() != "token" or ray_client.auth_token(env):
+        return
+    _run([str(ray_executable()), "get-auth-token", "--generate"], env, what="create a Ray auth token")
+
+
+def _run(argv: list[str], env: dict[str, str], *, what: str) -> str:
+    try:
+        done = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=STARTUP_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise LaunchError(f"could not {what}: `{' '.join(argv[:3])} ...` took over {STARTUP_TIMEOUT_S:g} s") from None
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+        raise LaunchError(f"could not {what} (exit {done.returncode}):\n{tail}")
+    return done.stdout
+
+
+# ---------------------------------------------------------------- processes
+
+
+def cluster_processes(temp_dir: str, pids: Iterable[int] = ()) -> list[psutil.Process]:
+    """Every live process of the cluster rooted at ``temp_dir`` (never another cluster's).
+
+    A process belongs when its command line names the temp dir, when it holds a file open
+    inside it (workers redirect stdout there), or when it descends from such a process.
+    """
+    marker = str(temp_dir).rstrip("/")
+    found: dict[int, psutil.Process] = {}
+    me = os.getpid()
+    for proc in psutil.process_iter(["pid", "cmdline", "uids"]):
+        if proc.pid == me:
+            continue
+        try:
+            cmdline = proc.info["cmdline"] or []
+            if any(arg == marker or marker + "/" in arg or arg.endswith("=" + marker) for arg in cmdline):
+                found[proc.pid] = proc
+            elif proc.info["uids"] and proc.info["uids"].real == os.getuid():
+                if any(f.path.startswith(marker + "/") for f in proc.open_files()):
+                    found[proc.pid] = proc
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    for pid in pids:
+        if pid not in found and pid != me and psutil.pid_exists(pid):
+            try:
+                proc = psutil.Process(pid)
+                if any(marker in arg for arg in proc.cmdline()):
+                    found[pid] = proc
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+    for proc in list(found.values()):
+        try:
+            for child in proc.children(recursive=True):
+                found.setdefault(child.pid, child)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return sorted(found.values(), key=lambda p: p.pid)
+
+
+def stop_processes(procs: list[psutil.Process], grace_s: float = KILL_GRACE_S) -> dict[str, int]:
+    """SIGTERM each process, SIGKILL those alive after ``grace_s``; counts of each."""
+    for proc in procs:
+        try:
+            proc.send_signal(signal.SIGTERM)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=grace_s)
+    for proc in alive:
+        try:
+            proc.kill()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    psutil.wait_procs(alive, timeout=5)
+    return {"terminated": len(procs) - len(alive), "killed": len(alive)}
+
+
+def local_addresses() -> set[str]:
+    """IP addresses of this machine (a cluster whose nodes all have one is local)."""
+    addresses = {"127.0.0.1", "::1", "localhost"}
+    for entries in psutil.net_if_addrs().values():
+        addresses.update(e.address.split("%")[0] for e in entries if e.family in (socket.AF_INET, socket.AF_INET6))
+    return addresses
+
+
+# ---------------------------------------------------------------- lifecycle
+
+
+def _alive(state: ClusterState) -> bool:
+    try:
+        return any(n.alive for n in ray_client.list_nodes(state.dashboard_url, ray_client.auth_token(), 5.0))
+    except LaunchError:
+        return False
+
+
+def _wait_for_nodes(url: str, count: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    last = "no answer"
+    while time.monotonic() < deadline:
+        try:
+            alive = [n for n in ray_client.list_nodes(url, ray_client.auth_token(), 5.0) if n.alive]
+            if len(alive) >= count:
+                return
+            last = f"{len(alive)} of {count} nodes alive"
+        except LaunchError as exc:
+            last = exc.message
+        time.sleep(1.0)
+    raise LaunchError(f"the local cluster did not come up within {timeout_s:g} s: {last}")
+
+
+def up(
+    nodes: int = 2,
+    *,
+    cpus_per_node: int = 16,
+    devices_per_node: int = 1,
+    device_resource: str = "GPU",
+    state_file: Path | None = None,
+) -> ClusterState:
+    """Start a head and ``nodes - 1`` more nodes; return the state (the running one if already up).
+
+    ``cpus_per_node`` are logical CPUs (scheduling slots for verl's many small actors, not
+    cores); ``device_resource`` "GPU" gives ``--num-gpus``, anything else (``NPU``) a custom
+    resource of that name.
+    """
+    if nodes < 1 or cpus_per_node < 1 or devices_per_node < 0:
+        raise InputError("a cluster needs nodes >= 1, cpus_per_node >= 1, devices_per_node >= 0")
+    state_file = Path(state_file or default_state_file())
+    existing = load_state(state_file)
+    if existing is not None:
+        if _alive(existing):
+            return existing
+        down(state_file)  # stale: clear leftovers before reusing its temp dir
+    temp_dir = temp_dir_for(state_file)
+    temp_dir.mkdir(parents=True, exist_ok=True)
+    env = _ray_env()
+    _ensure_token(env)
+    taken: set[int] = set()
+    head_ports = node_ports(True, taken)
+    state = ClusterState(
+        temp_dir=str(temp_dir),
+        gcs_address="",
+        dashboard_url=f"http://127.0.0.1:{head_ports['dashboard-port']}",
+        nodes=nodes,
+        cpus_per_node=cpus_per_node,
+        devices_per_node=devices_per_node,
+        device_resource=device_resource,
+        ports=[head_ports],
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+    _save_state(state, state_file)  # written first so `down` can clean up a failed start
+    try:
+        common = dict(temp_dir=temp_dir, cpus=cpus_per_node, devices=devices_per_node, device_resource=device_resource)
+        _run(start_command(ports=head_ports, head_address=None, **common), env, what="start the Ray head")
+        state.gcs_address = _gcs_address(temp_dir, head_ports["port"])
+        for _ in range(nodes - 1):
+            ports = node_ports(False, taken)
+            state.ports.append(ports)
+            _save_state(state, state_file)
+            _run(start_command(ports=ports, head_address=state.gcs_address, **common), env, what="start a Ray node")
+        _wait_for_nodes(state.dashboard_url, nodes, STARTUP_TIMEOUT_S)
+    except BaseException:
+        down(state_file)
+        raise
+    state.pids = [p.pid for p in cluster_processes(state.temp_dir)]
+    _save_state(state, state_file)
+    return state
+
+
+def _gcs_address(temp_dir: Path, port: int) -> str:
+    """The head's GCS address as Ray recorded it (Ray registers the host's IP, not loopback)."""
+    record = temp_dir / "ray_current_cluster"
+    try:
+        text = record.read_text(encoding="utf-8").strip()
+    except OSError:
+        text = ""
+    return text or f"127.0.0.1:{port}"
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    """What ``workbook cluster status`` prints."""
+
+    state: ClusterState | None
+    nodes: list[ray_client.NodeInfo]
+    reachable: bool
+    message: str = ""
+
+    @property
+    def alive_nodes(self) -> list[ray_client.NodeInfo]:
+        return [n for n in self.nodes if n.alive]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "state": self.state.to_dict() if self.state else None,
+            "reachable": self.reachable,
+            "message": self.message,
+            "nodes": [n.to_dict() for n in self.nodes],
+        }
+
+
+def status(state_file: Path | None = None) -> ClusterStatus:
+    """The recorded cluster and what its dashboard says about its nodes now."""
+    state = load_state(state_file)
+    if state is None:
+        return ClusterStatus(None, [], False, f"no local cluster recorded in {state_file or default_state_file()}")
+    try:
+        found = ray_client.list_nodes(state.dashboard_url, ray_client.auth_token(), 10.0)
+    except LaunchError as exc:
+        return ClusterStatus(state, [], False, exc.message)
+    return ClusterStatus(state, found, True)
+
+
+def down(state_file: Path | None = None, grace_s: float = KILL_GRACE_S) -> dict[str, int]:
+    """Stop every process of the recorded cluster by PID and forget it; counts of stopped processes."""
+    state_file = Path(state_file or default_state_file())
+    state = load_state(state_file)
+    if state is None:
+        return {"terminated": 0, "killed": 0}
+    counts = stop_processes(cluster_processes(state.temp_dir, state.pids), grace_s)
+    state_file.unlink(missing_ok=True)
+    return counts

@@ -1,0 +1,120 @@
+"""Run the command as a local process group, streaming every line to run.log and a sink.
+
+The child gets its own session so a terminal's Ctrl-C reaches the workbook first; the
+workbook then ends the whole tree (Ray, vLLM, every worker) and records why. A timeout, a
+stop request (``stop.request`` in the run dir) and KeyboardInterrupt (the notebook's stop
+button) all end the run the same way, and run.log keeps everything printed until then.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO
+
+from workbook.command.builder import ray_temp_dir
+from workbook.launch import processes
+from workbook.launch.outcome import LineSink, Outcome, Plan, stop_requested
+from workbook.runs import RunDir
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def child_env(plan: Plan, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The process environment: ours plus the plan's; PYTHONPATH entries are prepended."""
+    env = dict(os.environ if base is None else base)
+    for key, value in plan.env.items():
+        if key == "PYTHONPATH" and env.get(key):
+            env[key] = f"{value}{os.pathsep}{env[key]}"
+        else:
+            env[key] = value
+    return env
+
+
+class _Pump(threading.Thread):
+    """Copies the child's output, line by line, to run.log and the sink."""
+
+    def __init__(self, stream: IO[bytes], log_path: Path, on_line: LineSink | None) -> None:
+        super().__init__(daemon=True)
+        self.stream, self.log_path, self.on_line = stream, log_path, on_line
+        self.lines = 0
+
+    def run(self) -> None:
+        with open(self.log_path, "ab", buffering=0) as log:
+            for raw in iter(self.stream.readline, b""):
+                log.write(raw)
+                self.lines += 1
+                if self.on_line is not None:
+                    try:
+                        self.on_line(raw.decode("utf-8", errors="replace").rstrip("\n"))
+                    except Exception:  # noqa: BLE001 - a broken sink must not stop logging
+                        self.on_line = None
+
+
+class LocalLauncher:
+    """Runs a plan on this machine."""
+
+    poll_s = 0.2
+
+    def run(
+        self,
+        plan: Plan,
+        run_dir: RunDir,
+        *,
+        on_line: LineSink | None = None,
+        timeout_s: float | None = None,
+    ) -> Outcome:
+        started, t0 = now_iso(), time.monotonic()
+        log_path = run_dir.file("log")
+        proc = subprocess.Popen(
+            plan.argv,
+            env=child_env(plan),
+            cwd=run_dir.path,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        run_dir.update_run(status="running", pid=proc.pid, started_at=started, launcher="local")
+        assert proc.stdout is not None
+        pump = _Pump(proc.stdout, log_path, on_line)
+        pump.start()
+        status, message = "", ""
+        try:
+            while proc.poll() is None:
+                if timeout_s is not None and time.monotonic() - t0 > timeout_s:
+                    status, message = "timeout", f"timed out after {timeout_s:.0f} s; the run was ended"
+                    break
+                if stop_requested(run_dir.path):
+                    status, message = "stopped", "stopped on request"
+                    break
+                time.sleep(self.poll_s)
+        except KeyboardInterrupt:
+            status, message = "stopped", "interrupted (Ctrl-C / kernel interrupt)"
+        finally:
+            if proc.poll() is None or status:
+                killed = processes.end_tree(proc.pid, markers=[ray_temp_dir(run_dir.run_id)])
+                message += f" ({killed} process(es) needed SIGKILL)" if killed else ""
+            else:  # a clean exit can still leave Ray's helpers behind
+                processes.end_tree(proc.pid, markers=[ray_temp_dir(run_dir.run_id)], grace_s=5)
+            proc.wait()
+            pump.join(timeout=10)
+        code = proc.returncode
+        if not status:
+            status = "succeeded" if code == 0 else "failed"
+            message = "exited 0" if code == 0 else f"exited with code {code}"
+        return Outcome(
+            status=status,
+            exit_code=code,
+            started_at=started,
+            ended_at=now_iso(),
+            wall_time_s=round(time.monotonic() - t0, 2),
+            message=message.strip(),
+            details={"pid": proc.pid, "log_lines": pump.lines},
+        )

@@ -1,0 +1,100 @@
+"""Ending a whole run: its process group, every descendant, and whatever Ray left behind.
+
+verl starts Ray (GCS, raylet, dashboard, workers) and vLLM engine processes; some of them
+start their own sessions, so killing the process group alone can leave orphans. We collect
+the tree before signalling, then sweep for processes that name the run's own Ray temp dir.
+The one module that imports psutil.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Iterable
+
+import psutil
+
+
+def descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def marked(marker: str) -> list[psutil.Process]:
+    """Processes whose command line mentions ``marker`` (e.g. a run's Ray temp dir)."""
+    found = []
+    me = os.getpid()
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if proc.pid != me and marker in " ".join(proc.info["cmdline"] or ()):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _signal_all(procs: Iterable[psutil.Process], sig: int) -> None:
+    for proc in procs:
+        try:
+            proc.send_signal(sig)
+        except psutil.Error:
+            pass
+
+
+def alive(procs: Iterable[psutil.Process]) -> list[psutil.Process]:
+    return [p for p in procs if _running(p)]
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def end_tree(pid: int, *, markers: Iterable[str] = (), grace_s: float = 10.0) -> int:
+    """SIGTERM the group, tree and marked processes; SIGKILL what is left after ``grace_s``.
+
+    Returns how many processes needed SIGKILL.
+    """
+    markers = [m for m in markers if m]
+    targets = {p.pid: p for p in descendants(pid)}
+    for m in markers:
+        targets.update({p.pid: p for p in marked(m)})
+    try:
+        targets[pid] = psutil.Process(pid)
+    except psutil.Error:
+        pass
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+    _signal_all(targets.values(), signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and alive(targets.values()):
+        time.sleep(0.2)
+    # New processes may have been spawned while we waited; sweep once more.
+    for m in markers:
+        targets.update({p.pid: p for p in marked(m)})
+    left = alive(targets.values())
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    _signal_all(left, signal.SIGKILL)
+    psutil.wait_procs(left, timeout=5)
+    return len(left)
+
+
+def peak_rss_tree_mb(pid: int) -> float:
+    """Resident memory of a process and its descendants now, in MB."""
+    total = 0
+    for proc in [psutil.Process(pid), *descendants(pid)] if psutil.pid_exists(pid) else []:
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:
+            continue
+    return total / 1e6

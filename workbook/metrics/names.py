@@ -1,0 +1,67 @@
+"""Canonical metric names across verl versions.
+
+verl renamed metrics over time; a baseline written against one version must still compare with a
+run of another, so every reader maps names through :func:`canonical` and keeps the name as logged
+in ``RunMetrics.original_names``.
+
+Old name (verl version)                         canonical name
+``timing/<stage>`` (<= 0.1)                     ``timing_s/<stage>``
+``timing_per_token/<stage>`` (<= 0.1, seconds)  ``timing_per_token_ms/<stage>`` (value x 1000)
+``mfu/<role>``                                  ``perf/mfu/<role>``
+``perf/max_memory_allocated_gb`` (< 0.5 V1)     ``actor/perf/max_memory_allocated_gb``
+``perf/max_memory_reserved_gb``                 ``actor/perf/max_memory_reserved_gb``
+``perf/cpu_memory_used_gb``                     ``actor/perf/cpu_memory_used_gb``
+``critic/kl`` (<= 0.1, KL-in-reward)            ``actor/reward_kl_penalty``
+``critic/kl_coeff`` (<= 0.1)                    ``actor/reward_kl_penalty_coeff``
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Canonical(NamedTuple):
+    """A canonical name and the factor that converts the logged value into its unit."""
+
+    name: str
+    scale: float = 1.0
+
+
+_EXACT: dict[str, Canonical] = {
+    "perf/max_memory_allocated_gb": Canonical("actor/perf/max_memory_allocated_gb"),
+    "perf/max_memory_reserved_gb": Canonical("actor/perf/max_memory_reserved_gb"),
+    "perf/cpu_memory_used_gb": Canonical("actor/perf/cpu_memory_used_gb"),
+    "critic/kl": Canonical("actor/reward_kl_penalty"),
+    "critic/kl_coeff": Canonical("actor/reward_kl_penalty_coeff"),
+}
+
+# (old prefix, new prefix, scale): old verl logged per-token times in seconds, new in milliseconds.
+_PREFIXES: tuple[tuple[str, str, float], ...] = (
+    ("timing/", "timing_s/", 1.0),
+    ("timing_per_token/", "timing_per_token_ms/", 1000.0),
+    ("mfu/", "perf/mfu/", 1.0),
+)
+
+_cache: dict[str, Canonical] = {}
+
+
+def canonical(name: str) -> Canonical:
+    """The canonical name (and unit scale) of a metric as logged by any verl version."""
+    found = _cache.get(name)
+    if found is not None:
+        return found
+    found = _EXACT.get(name)
+    if found is None:
+        found = Canonical(name)
+        for old, new, scale in _PREFIXES:
+            if name.startswith(old):
+                found = Canonical(new + name[len(old):], scale)
+                break
+    if len(_cache) < 100_000:  # names repeat every step; bound the cache against garbage keys
+        _cache[name] = found
+    return found
+
+
+def canonical_name(name: str) -> str:
+    """Just the canonical name, for callers that look metrics up (checks, plots, baselines)."""
+    return canonical(name).name

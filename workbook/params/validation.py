@@ -1,0 +1,92 @@
+"""Everything wrong with a scenario, found before launch, each problem with its field path.
+
+Three layers, all reported together: types and unknown keys (schema), arithmetic verl would
+reject at start-up (batch sizes against the device count, clip ratios, steps), and verl's own
+Hydra config composed with the overrides (unknown keys, bad values).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workbook.command import hydra
+from workbook.params.schema import Scenario
+
+Problems = list[tuple[str, str]]
+
+
+def arithmetic(s: Scenario) -> Problems:
+    """Sizes, ratios and batch geometry verl would refuse after minutes of start-up."""
+    p: Problems = []
+    for name in ("nodes", "devices_per_node", "train_batch_size", "ppo_mini_batch_size", "rollout_n",
+                 "max_prompt_length", "max_response_length", "sequence_parallel_size", "rollout_tp"):
+        if getattr(s, name) < 1:
+            p.append((name, f"must be a positive integer (got {getattr(s, name)})"))
+    if s.total_training_steps < 1:
+        p.append(("total_training_steps", f"must be >= 1 (got {s.total_training_steps})"))
+    for name in ("clip_ratio_low", "clip_ratio_high"):
+        v = getattr(s, name)
+        if v is not None and not 0 < v < 1:
+            p.append((name, f"must be inside (0, 1) (got {v})"))
+    if s.clip_ratio_c is not None and s.clip_ratio_c <= 1:
+        p.append(("clip_ratio_c", f"the dual-clip bound must be > 1 (got {s.clip_ratio_c})"))
+    if not 0 < s.rollout_memory_utilization <= 1:
+        p.append(("rollout_memory_utilization", f"must be inside (0, 1] (got {s.rollout_memory_utilization})"))
+    if s.lr <= 0:
+        p.append(("lr", f"must be > 0 (got {s.lr})"))
+    if s.timeout_s is not None and s.timeout_s <= 0:
+        p.append(("timeout_s", f"must be > 0 (got {s.timeout_s})"))
+    sizes = ("nodes", "devices_per_node", "train_batch_size", "ppo_mini_batch_size", "rollout_n",
+             "sequence_parallel_size", "rollout_tp")
+    if any(getattr(s, n) < 1 for n in sizes):
+        return p  # the geometry below divides by these
+    world = s.world_size
+    if s.ppo_mini_batch_size > s.train_batch_size:
+        p.append(("ppo_mini_batch_size",
+                  f"{s.ppo_mini_batch_size} is larger than train_batch_size {s.train_batch_size}"))
+    elif s.train_batch_size % s.ppo_mini_batch_size:
+        p.append(("ppo_mini_batch_size",
+                  f"train_batch_size {s.train_batch_size} is not a multiple of it ({s.ppo_mini_batch_size})"))
+    if (s.train_batch_size * s.rollout_n) % world:
+        p.append(("train_batch_size", f"train_batch_size x rollout_n = {s.train_batch_size * s.rollout_n} "
+                  f"is not divisible by the {world} devices (verl requires it)"))
+    if world % s.sequence_parallel_size:
+        p.append(("sequence_parallel_size", f"{s.sequence_parallel_size} does not divide the {world} devices"))
+    else:
+        dp = world // s.sequence_parallel_size
+        if (s.ppo_mini_batch_size * s.rollout_n) % dp:
+            p.append(("ppo_mini_batch_size", f"ppo_mini_batch_size x rollout_n = "
+                      f"{s.ppo_mini_batch_size * s.rollout_n} is not divisible by the data-parallel size {dp}"))
+    if world % s.rollout_tp:
+        p.append(("rollout_tp", f"{s.rollout_tp} does not divide the {world} devices"))
+    return p
+
+
+def raw_overrides(s: Scenario) -> Problems:
+    """Raw overrides must be ``key=value`` and must not fight a first-class field."""
+    from workbook.command.builder import owned_keys  # the builder imports the schema
+
+    p: Problems = []
+    owned = owned_keys(s)
+    for i, item in enumerate(s.overrides):
+        if "=" not in item and not item.startswith("~"):
+            p.append((f"overrides[{i}]", f"'{item}' is not a Hydra key=value override"))
+            continue
+        key = hydra.key_of(item)
+        if key in owned:
+            p.append((f"overrides[{i}]", f"'{key}' is set by a first-class field or by the workbook; "
+                      "change that field instead"))
+    return p
+
+
+def files(s: Scenario) -> Problems:
+    """On the ``cpu`` profile the model and data live here, so they must exist now."""
+    if s.profile != "cpu":
+        return []
+    p: Problems = []
+    for name in ("model_path", "train_files", "val_files", "critic_model_path"):
+        value = getattr(s, name)
+        if value and not Path(value).exists():
+            hint = " (run `workbook assets` to build the tiny CPU assets)" if "verl-workbook" in value else ""
+            p.append((name, f"no such file or folder: {value}{hint}"))
+    return p

@@ -1,0 +1,98 @@
+"""Compose verl's own Hydra config with a scenario's overrides, before anything launches.
+
+A typo in a Hydra key otherwise costs a whole launch (on NPUs, a night): verl only composes
+its config after the job has started. This module is the one that imports Hydra/OmegaConf.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+VERL_CONFIG_NAME = "ppo_trainer"
+
+
+def verl_config_dir() -> Path | None:
+    """verl's ``trainer/config`` folder, or None when verl is not installed here."""
+    spec = importlib.util.find_spec("verl")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "trainer" / "config"
+    return path if (path / f"{VERL_CONFIG_NAME}.yaml").exists() else None
+
+
+def _compose(overrides: tuple[str, ...]) -> Any:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    config_dir = verl_config_dir()
+    assert config_dir is not None
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+        return compose(config_name=VERL_CONFIG_NAME, overrides=list(overrides))
+
+
+@lru_cache(maxsize=1)
+def _base_keys() -> frozenset[str]:
+    from omegaconf import OmegaConf
+
+    container = OmegaConf.to_container(_compose(()), resolve=False)
+    keys: set[str] = set()
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                path = f"{prefix}{k}"
+                keys.add(path)
+                walk(v, path + ".")
+
+    walk(container, "")
+    return frozenset(keys)
+
+
+def _key_of(override: str) -> tuple[str, str]:
+    key = override.split("=", 1)[0].strip()
+    prefix = ""
+    while key[:1] in "+~":
+        prefix += key[0]
+        key = key[1:]
+    return prefix, key
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def check_overrides(overrides: list[str]) -> list[tuple[str, str]]:
+    """Problems verl's Hydra config has with ``overrides``, one per offending override.
+
+    Returns ``[("verl", "verl is not installed here: ...")]``-free empty list when verl is
+    absent: the caller decides whether that is a problem.
+    """
+    if verl_config_dir() is None:
+        return []
+    known = _base_keys()
+    problems: list[tuple[str, str]] = []
+    for item in overrides:
+        prefix, key = _key_of(item)
+        if "+" in prefix or key in known:
+            continue
+        try:  # group choices such as model_engine=megatron are not keys; let Hydra judge
+            _compose((item,))
+            continue
+        except Exception as exc:  # noqa: BLE001 - Hydra raises many types; we report them
+            hint = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+            msg = f"verl has no config key '{key}'"
+            msg += f" (did you mean '{hint[0]}'?)" if hint else f" ({_first_line(exc)})"
+            problems.append((f"overrides: {item}", msg))
+    if problems:
+        return problems
+    try:
+        _compose(tuple(overrides))
+    except Exception as exc:  # noqa: BLE001
+        problems.append(("overrides", f"verl's Hydra config rejects the overrides: {_first_line(exc)}"))
+    return problems

@@ -1,0 +1,74 @@
+"""Hardware profiles: the environment and Hydra overrides a scenario's ``profile:`` adds.
+
+    npu    Ascend, as on the nightly machines (HCCL and task-queue defaults of the nightly script)
+    cuda   NVIDIA GPUs
+    cpu    no accelerator: the real verl trainer with a tiny model (see ``workbook.profiles.cpu``)
+
+Pure functions of their arguments; the command builder merges the result with the scenario
+(scenario values win for env keys the scenario sets explicitly).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workbook.errors import ParamsError
+from workbook.profiles.cpu import cpu_env, cpu_overrides
+
+PROFILES = ("npu", "cuda", "cpu")
+
+_COMMON_ENV = {"PYTHONUNBUFFERED": "1", "HYDRA_FULL_ERROR": "1"}
+
+NPU_ENV = {
+    "HCCL_EXEC_TIMEOUT": "3600",
+    "HCCL_CONNECT_TIMEOUT": "3600",
+    "HCCL_ASYNC_ERROR_HANDLING": "0",
+    "TASK_QUEUE_ENABLE": "1",
+    "CPU_AFFINITY_CONF": "1",
+    "VLLM_USE_V1": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    **_COMMON_ENV,
+}
+
+
+def _check(name: str) -> None:
+    if name not in PROFILES:
+        raise ParamsError([("profile", f"unknown profile {name!r}; choose one of {PROFILES}")])
+
+
+def profile_env(name: str, *, plugin_path: Path | None = None, pythonpath: str = "") -> dict[str, str]:
+    """Environment variables of profile ``name``.
+
+    ``plugin_path`` (cpu only) is the directory from ``prepare_plugin_path``; ``pythonpath``
+    the caller's existing PYTHONPATH, kept after it.
+    """
+    _check(name)
+    if name == "npu":
+        return dict(NPU_ENV)
+    if name == "cuda":
+        return dict(_COMMON_ENV)
+    if plugin_path is None:
+        raise ParamsError([("profile", "the cpu profile needs its plugin path")])
+    return cpu_env(plugin_path, pythonpath)
+
+
+def profile_overrides(
+    name: str,
+    *,
+    nnodes: int = 1,
+    devices_per_node: int = 1,
+    on_existing_cluster: bool = False,
+    ray_temp_dir: str | None = None,
+    critic: bool = False,
+) -> list[str]:
+    """Hydra overrides of profile ``name``; the keyword arguments matter for ``cpu`` only."""
+    _check(name)
+    if name in ("npu", "cuda"):
+        return [f"trainer.device={name}"]
+    return cpu_overrides(
+        nnodes=nnodes,
+        devices_per_node=devices_per_node,
+        on_existing_cluster=on_existing_cluster,
+        ray_temp_dir=ray_temp_dir,
+        critic=critic,
+    )

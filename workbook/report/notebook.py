@@ -1,0 +1,95 @@
+"""Executing a scenario notebook with papermill: the one module that imports papermill.
+
+The executed copy lands in the run directory as ``notebook.ipynb``; its outputs and the injected
+parameters are redacted right after execution (a parameter or a printed environment can carry a
+token), whether the notebook ran through or not. The kernel runs with the repository root as its
+working directory so the notebook's relative paths (``params/...``, ``runs``) mean the same as on
+the command line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import papermill
+from papermill.exceptions import PapermillExecutionError
+
+from workbook.errors import InputError, RunFailed
+from workbook.report.redaction import redact_mapping, redact_text
+from workbook.runs import RUN_FILES
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = REPO_ROOT / "notebooks"
+
+
+def execute(template: Path, run_dir: Path, parameters: dict[str, Any], *,
+            cwd: Path | None = None, stream: bool = True, kernel_name: str | None = None) -> Path:
+    """Run ``template`` with ``parameters`` into ``run_dir/notebook.ipynb``; return its path.
+
+    Raises:
+        InputError: a parameter the notebook does not declare (papermill only warns).
+        RunFailed: a cell raised; the executed notebook is still written (and redacted).
+    """
+    template, out = Path(template), Path(run_dir) / RUN_FILES["notebook"]
+    unknown = sorted(set(parameters) - set(declared_parameters(template)))
+    if unknown:
+        raise InputError(f"{template}: unknown notebook parameter(s): {', '.join(unknown)}")
+    handler = _stream_handler() if stream else None
+    try:
+        papermill.execute_notebook(str(template), str(out), parameters=parameters,
+                                   cwd=str(cwd or REPO_ROOT), log_output=stream,
+                                   progress_bar=False, kernel_name=kernel_name)
+    except PapermillExecutionError as exc:
+        raise RunFailed(f"{out}: cell {exc.exec_count} raised {exc.ename}: {redact_text(str(exc.evalue))}") from None
+    finally:
+        if handler is not None:
+            logging.getLogger("papermill").removeHandler(handler)
+        if out.exists():
+            redact_notebook(out)
+    return out
+
+
+def declared_parameters(template: Path) -> dict[str, Any]:
+    """The notebook's ``parameters`` cell as ``{name: default text}`` (papermill's view)."""
+    found = papermill.inspect_notebook(str(template))
+    return {name: info.get("default") for name, info in found.items()}
+
+
+def redact_notebook(path: Path) -> Path:
+    """Redact every cell's source and outputs in place (images left as they are)."""
+    notebook = json.loads(Path(path).read_text(encoding="utf-8"))
+    for cell in notebook.get("cells", []):
+        source = cell.get("source", "")
+        cell["source"] = redact_text("".join(source) if isinstance(source, list) else source)
+        for output in cell.get("outputs", []):
+            if "text" in output:
+                text = output["text"]
+                output["text"] = redact_text("".join(text) if isinstance(text, list) else text)
+            if "traceback" in output:
+                output["traceback"] = [redact_text(line) for line in output["traceback"]]
+            if "evalue" in output:
+                output["evalue"] = redact_text(output["evalue"])
+            for mime, value in list(output.get("data", {}).items()):
+                if not mime.startswith("image/"):
+                    output["data"][mime] = redact_mapping(value)
+    params = notebook.get("metadata", {}).get("papermill", {}).get("parameters")
+    if params:
+        notebook["metadata"]["papermill"]["parameters"] = redact_mapping(params)
+    tmp = Path(path).with_name(f".{Path(path).name}.redacting")
+    tmp.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def _stream_handler() -> logging.Handler:
+    """Papermill logs each cell output line; show them as the run goes."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("papermill")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    return handler

@@ -1,0 +1,193 @@
+"""A run directory as a report reads it: every file optional, every secret already redacted.
+
+Reports must render for any run, including one that crashed before writing half its files, so
+each reader here tolerates a missing or broken file and falls back to what is there. The
+verdict comes from ``checks.json`` when the run was judged, else from ``run.json``, else from the
+run's status. Everything a page shows passes through :mod:`workbook.report.redaction` here, once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from workbook.errors import MetricsError
+from workbook.metrics.model import RunMetrics
+from workbook.plots.panels import Band
+from workbook.report.redaction import redact_mapping, redact_text
+from workbook.runs import RUN_FILES
+
+VERDICTS = ("passed", "regressed", "failed")
+FAILED_STATUSES = ("failed", "stopped", "timeout")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@dataclass
+class RunView:
+    """What a report shows of one run directory (redacted)."""
+
+    path: Path
+    run: dict[str, Any] = field(default_factory=dict)
+    checks: dict[str, Any] = field(default_factory=dict)
+    metrics: RunMetrics = field(default_factory=RunMetrics)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.run.get("run_id") or self.path.name)
+
+    @property
+    def scenario(self) -> str:
+        return str(self.run.get("scenario") or self.path.parent.name)
+
+    @property
+    def status(self) -> str:
+        return str(self.run.get("status") or ("unknown" if not self.run else "running"))
+
+    @property
+    def verdict(self) -> tuple[str, str]:
+        """``(passed|regressed|failed|running|unjudged, one-line reason)``."""
+        for source in (self.checks.get("verdict"), self.run.get("verdict")):
+            status, reason = _verdict_of(source, self.checks.get("reason", ""))
+            if status in VERDICTS:
+                return status, reason
+        diagnosis = self.run.get("diagnosis") or {}
+        if self.status in FAILED_STATUSES:
+            why = diagnosis.get("summary") or self.run.get("message") or f"run {self.status}"
+            return "failed", f"run {self.status}: {why}" if self.status not in why else why
+        if self.status == "running":
+            return "running", "the run has not finished"
+        return "unjudged", f"run {self.status}; no checks were evaluated"
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return [r for r in self.checks.get("rows", []) if isinstance(r, dict)]
+
+    @property
+    def steps_reached(self) -> int | None:
+        last = self.metrics.last_step
+        if last is None:
+            last = (self.run.get("diagnosis") or {}).get("last_step")
+        return last
+
+    @property
+    def started(self) -> str:
+        return str(self.run.get("started_at") or "")
+
+    def text(self, key: str) -> str:
+        """A text file of the run (redacted), '' when missing."""
+        try:
+            return redact_text(self.path.joinpath(RUN_FILES[key]).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            return ""
+
+    def command(self) -> dict[str, Any]:
+        return redact_mapping(_read_json(self.path / RUN_FILES["command_json"]))
+
+    def log_tail(self, lines: int = 50) -> list[str]:
+        """The last lines of ``run.log`` without colour codes (redacted), read from the end."""
+        path = self.path / RUN_FILES["log"]
+        try:
+            with path.open("rb") as handle:
+                handle.seek(0, 2)
+                size = handle.tell()
+                handle.seek(max(0, size - 256 * 1024))
+                data = handle.read().decode("utf-8", errors="replace")
+        except OSError:
+            return []
+        text = _ANSI.sub("", data).replace("\r\n", "\n")
+        tail = [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
+        while tail and not tail[-1].strip():
+            tail.pop()
+        return [redact_text(line) for line in tail[-lines:]]
+
+
+def load_view(run_dir: Path | str) -> RunView:
+    """Read a run directory; a missing or unreadable file is simply absent from the view."""
+    path = Path(run_dir)
+    view = RunView(path=path, run=redact_mapping(_read_json(path / RUN_FILES["run"])),
+                   checks=redact_mapping(_read_json(path / RUN_FILES["checks"])))
+    view.metrics = read_metrics(path)
+    return view
+
+
+def read_metrics(path: Path) -> RunMetrics:
+    """The run's metrics through the shared loader; none when the run logged none."""
+    from workbook.metrics.loading import load_metrics
+
+    if not (path / RUN_FILES["metrics"]).exists() and not (path / RUN_FILES["log"]).exists():
+        return RunMetrics()
+    try:
+        return load_metrics(path)
+    except MetricsError:
+        return RunMetrics()
+
+
+def bands(rows: list[dict[str, Any]]) -> dict[str, Band]:
+    """Baseline bands per metric from check rows (both the flat and the nested row shapes)."""
+    found: dict[str, Band] = {}
+    for row in rows:
+        band = band_of(row)
+        if band is not None and row.get("metric"):
+            found.setdefault(str(row["metric"]), band)
+    return found
+
+
+def band_of(row: dict[str, Any]) -> Band | None:
+    """The baseline band of one check row, None when the row compares with no baseline."""
+    base = row.get("baseline")
+    if isinstance(base, dict):
+        series = {int(k): float(v) for k, v in (base.get("series") or {}).items() if _num(v) is not None}
+        band = Band(_num(base.get("value")), _num(base.get("low")), _num(base.get("high")), series)
+    else:
+        band = Band(_num(base), _num(row.get("lower")), _num(row.get("upper")))
+    window = row.get("window")
+    if isinstance(window, (list, tuple)) and len(window) == 2 and all(_num(w) is not None for w in window):
+        band = Band(band.value, band.low, band.high, band.series, (int(window[0]), int(window[1])))
+    if band.value is None and band.low is None and band.high is None and not band.series:
+        return None
+    return band
+
+
+def duration_text(seconds: Any) -> str:
+    value = _num(seconds)
+    if value is None:
+        return "unknown"
+    minutes, secs = divmod(int(round(value)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min" if hours else (f"{minutes} min {secs:02d} s" if minutes else f"{secs} s")
+
+
+def date_text(iso: str) -> str:
+    try:
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M UTC")
+    except ValueError:
+        return iso or "unknown"
+
+
+def _verdict_of(source: Any, reason: str) -> tuple[str, str]:
+    if isinstance(source, dict):
+        return str(source.get("status", "")), str(source.get("reason", "") or reason)
+    if isinstance(source, str):
+        return source, reason
+    return "", ""
+
+
+def _num(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,109 @@
+"""The run directory: ``<root>/<scenario>/<run_id>/`` and what each stage writes into it.
+
+    params.resolved.yaml   the scenario after defaults and overrides (secrets redacted)
+    command.json           {"argv": [...], "env": {...}} (secrets redacted)
+    command.sh             the same, as a shell command a user can paste
+    run.log                everything the run printed, as it printed it
+    metrics.jsonl          verl's file logger ({"step": N, "data": {...}} per line)
+    run.json               status, exit code, times, host, versions, diagnosis
+    checks.json            check rows and the verdict
+    notebook.ipynb         the executed notebook
+    report.html            the rendered report
+
+Run ids sort by start time: ``20261129T181829Z-1a2b3c``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+RUN_FILES = {
+    "params": "params.resolved.yaml",
+    "command_json": "command.json",
+    "command_sh": "command.sh",
+    "log": "run.log",
+    "metrics": "metrics.jsonl",
+    "run": "run.json",
+    "checks": "checks.json",
+    "notebook": "notebook.ipynb",
+    "report": "report.html",
+}
+
+# Terminal statuses a run can end in; "running" while it goes.
+STATUSES = ("running", "succeeded", "failed", "stopped", "timeout")
+
+
+def default_root() -> Path:
+    """Where runs land unless told otherwise: ``$WORKBOOK_RUNS`` or ``./runs``."""
+    return Path(os.environ.get("WORKBOOK_RUNS", "runs")).expanduser()
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    now = now or datetime.now(timezone.utc)
+    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """Paths of one run directory."""
+
+    path: Path
+
+    @classmethod
+    def create(cls, root: Path, scenario: str, run_id: str | None = None) -> "RunDir":
+        path = Path(root).expanduser() / scenario / (run_id or new_run_id())
+        path.mkdir(parents=True, exist_ok=False)
+        return cls(path.resolve())
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def scenario(self) -> str:
+        return self.path.parent.name
+
+    def file(self, key: str) -> Path:
+        return self.path / RUN_FILES[key]
+
+    def read_json(self, key: str) -> dict[str, Any]:
+        path = self.file(key)
+        if not path.exists():
+            return {}
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    def write_json(self, key: str, data: dict[str, Any]) -> Path:
+        return write_atomic(self.file(key), json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+    def update_run(self, **fields: Any) -> dict[str, Any]:
+        """Merge fields into run.json (written atomically so readers never see half a file)."""
+        data = self.read_json("run")
+        data.update(fields)
+        self.write_json("run", data)
+        return data
+
+
+def write_atomic(path: Path, text: str) -> Path:
+    """Write through a temp file in the same folder and rename over ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def is_run_dir(path: Path) -> bool:
+    return (Path(path) / RUN_FILES["run"]).exists() or (Path(path) / RUN_FILES["log"]).exists()
