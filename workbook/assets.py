@@ -71,8 +71,9 @@ class Assets:
 
 
 def default_cache_dir() -> Path:
-    """``$WORKBOOK_CACHE`` or ``~/.cache/verl-workbook/assets``."""
-    return Path(os.environ.get("WORKBOOK_CACHE", "~/.cache/verl-workbook/assets")).expanduser()
+    """``$WORKBOOK_ASSETS``, else ``$WORKBOOK_CACHE``, else ``~/.cache/verl-workbook/assets``."""
+    chosen = os.environ.get("WORKBOOK_ASSETS") or os.environ.get("WORKBOOK_CACHE")
+    return Path(chosen or "~/.cache/verl-workbook/assets").expanduser()
 
 
 def layout(root: Path) -> Assets:

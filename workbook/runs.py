@@ -98,6 +98,7 @@ def write_atomic(path: Path, text: str) -> Path:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; these files are meant to be read and published
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

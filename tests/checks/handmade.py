@@ -45,8 +45,9 @@ def write_run(root: Path, series: Series, *, run_id: str = "20261129T000000Z-000
     if series:
         (run / "metrics.jsonl").write_text(jsonl(series))
     (run / "run.log").write_text(log if log is not None else "starting verl\n")
-    info: dict[str, Any] = {"status": status, "exit_code": exit_code,
-                            "host": {"hostname": "handmade", "cpu": "test"},
+    info: dict[str, Any] = {"status": status, "exit_code": exit_code, "host": "handmade",
+                            "hardware": {"machine": "x86_64", "cpu": "Test CPU", "cpus": 2},
+                            "commits": {"verl": "abc123", "workbook": "def456"},
                             "versions": versions or {"verl": "0.9.1", "torch": "2.13.0"}}
     if diagnosis:
         info["diagnosis"] = diagnosis

@@ -10,7 +10,7 @@ import pytest
 
 from workbook.checks.baseline import load_baseline
 from workbook.checks.blessing import bless
-from workbook.cli.check import check_path
+from workbook.checks.runner import check_path
 from workbook.errors import BaselineError
 
 STEPS = range(1, 6)
@@ -34,21 +34,22 @@ def blessed(tmp_path: Path, make_run: Callable[..., Path]) -> tuple[Path, list[P
     params = tmp_path / "params"
     params.mkdir()
     runs = [make_run(series(t, tp, cf), run_id=f"20261129T00000{i}Z-00000{i}", checks=CHECKS,
-                     params_dir=params, versions={"verl": "0.9.1", "torch": "2.13.0",
-                                                  "verl_commit": "abc123"})
+                     params_dir=params, versions={"verl": "0.9.1", "torch": "2.13.0"})
             for i, (t, tp, cf) in enumerate([(10.0, 100.0, 0.2), (11.0, 104.0, 0.25),
                                              (12.0, 96.0, 0.3)])]
     bless(runs)
     return params, runs
 
 
-def test_bless_from_three_runs_writes_spread_and_tolerances(blessed: tuple[Path, list[Path]]) -> None:
+def test_bless_from_three_runs_writes_spread_and_tolerances(
+        blessed: tuple[Path, list[Path]]) -> None:
     params, runs = blessed
     baseline = load_baseline(params / "baselines" / "gspo-handmade.cpu.json")
 
     step = baseline.metrics["timing_s/step"]
     assert step.value == pytest.approx(11.0) and (step.reduce, step.window) == ("mean", (2, 5))
-    assert step.spread == pytest.approx({"min": 10.0, "max": 12.0, "mean": 11.0, "std": 1.0, "n": 3})
+    assert step.spread == pytest.approx(
+        {"min": 10.0, "max": 12.0, "mean": 11.0, "std": 1.0, "n": 3})
     assert step.tolerance == {"rtol": pytest.approx(3.0 / 11.0)}    # 3 std beats verl's 5 %
     assert step.series[1] == pytest.approx(33.0) and step.band["max"][1] == pytest.approx(36.0)
     assert baseline.metrics["perf/throughput"].tolerance == {"rtol": pytest.approx(0.12)}
@@ -58,6 +59,7 @@ def test_bless_from_three_runs_writes_spread_and_tolerances(blessed: tuple[Path,
     assert prov["run_ids"] == [r.name for r in runs]
     assert (prov["verl_version"], prov["verl_commit"]) == ("0.9.1", "abc123")
     assert prov["packages"]["torch"] == "2.13.0" and prov["created"].endswith("Z")
+    assert prov["hardware_detail"] == "Test CPU, 2 cores" and prov["package_versions_differ"] == []
     assert baseline.hardware == "cpu" and baseline.scenario == "gspo-handmade"
 
 
@@ -81,6 +83,8 @@ def test_fourth_run_is_judged_with_the_blessed_tolerances(
     assert failed == failing
     assert verdict.status == ("regressed" if failing else "passed")
     assert out == fourth / "checks.json"
+    step_row = next(r for r in verdict.rows if r.name == "timing_s/step vs baseline")
+    assert step_row.baseline_series[1] == pytest.approx(33.0)  # the curve the report draws
 
 
 def test_single_run_baseline_keeps_the_nightly_tolerances(tmp_path: Path,

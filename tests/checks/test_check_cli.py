@@ -11,6 +11,7 @@ from typing import Callable
 import pytest
 
 from tests.checks.handmade import DATA, console_log, steady
+from workbook.checks.baseline import load_baseline
 from workbook.cli import main
 
 GOOD = {"timing_s/step": 10.0, "perf/throughput": 100.0, "actor/pg_loss": 0.01}
@@ -40,7 +41,7 @@ def test_passing_run_exits_0_and_writes_checks_json(make_run: Callable[..., Path
 
     out = capsys.readouterr().out
     assert "timing_s/step vs baseline" in out and out.rstrip().endswith("all 3 checks passed")
-    assert json.loads((run / "checks.json").read_text())["verdict"] == "passed"
+    assert json.loads((run / "checks.json").read_text())["verdict"]["status"] == "passed"
 
 
 def test_impossible_threshold_exits_1_with_junit(make_run: Callable[..., Path], params: Path,
@@ -54,7 +55,7 @@ def test_impossible_threshold_exits_1_with_junit(make_run: Callable[..., Path], 
     assert code == 1
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite.get("failures") == "1" and suite.get("errors") == "0"
-    assert json.loads((run / "checks.json").read_text())["verdict"] == "regressed"
+    assert json.loads((run / "checks.json").read_text())["verdict"]["status"] == "regressed"
 
 
 @pytest.mark.parametrize("extra,message", [
@@ -97,11 +98,13 @@ def test_run_stopped_early_exits_3(make_run: Callable[..., Path], params: Path) 
     run = make_run(steady(GOOD, range(1, 10)), checks=checks, params_dir=params)
 
     assert main(["check", str(run)]) == 3
-    assert "before the required step 14" in json.loads((run / "checks.json").read_text())["reason"]
+    reason = json.loads((run / "checks.json").read_text())["verdict"]["reason"]
+    assert "before the required step 14" in reason
 
 
 def test_console_log_from_elsewhere_against_ascend_baseline(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     series = steady({"actor/perf/max_memory_allocated_gb": 20.5, "timing_s/step": 84.0,
                      "perf/throughput": 240.0, "critic/rewards/mean": 0.41,
                      "training/rollout_probs_diff_mean": 0.0046})
@@ -110,7 +113,7 @@ def test_console_log_from_elsewhere_against_ascend_baseline(
     monkeypatch.chdir(tmp_path)
 
     assert main(["check", "nightly.log", "--baseline", "base.txt"]) == 0
-    assert json.loads((tmp_path / "checks.json").read_text())["counts"]["pass"] == 6
+    assert json.loads((tmp_path / "checks.json").read_text())["verdict"]["counts"]["pass"] == 6
 
     assert main(["check", "nightly.log", "--baseline", "base.txt",
                  "--expr", 'data["perf/throughput"][-1] > 1.1 * baseline("perf/throughput")']) == 1
@@ -140,9 +143,10 @@ def test_real_log_that_died_before_step_1_fails_with_its_diagnosis(
     code = main(["check", str(REAL_LOGS / "13_searchr1-ppo-main_task-cuda-oom-before-step1.log")])
 
     result = json.loads((tmp_path / "checks.json").read_text())
-    assert code == 3 and result["verdict"] == "failed"
-    assert result["reason"].startswith("no metrics were produced")
-    assert "OutOfMemoryError" in result["reason"] and result["diagnosis"]["category"] == "oom"
+    assert code == 3 and result["verdict"]["status"] == "failed"
+    assert result["verdict"]["reason"].startswith("no metrics were produced")
+    assert "OutOfMemoryError" in result["verdict"]["reason"]
+    assert result["diagnosis"]["category"] == "oom"
 
 
 def test_real_npu_log_is_checked_with_expressions(tmp_path: Path,
@@ -157,3 +161,36 @@ def test_real_npu_log_is_checked_with_expressions(tmp_path: Path,
     assert code == 1
     assert rows[-2]["value"] == 1.0500949201741605e-05 and rows[-2]["status"] == "pass"
     assert rows[-1]["value"] == 296.18450260488316 and rows[-1]["status"] == "fail"
+
+
+def test_nightly_log_judged_by_the_npu_scenarios_checks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario = Path(__file__).parents[2] / "params" / "gspo-qwen3-8b-1n8npu-fsdp2-vllm.yaml"
+    series = steady({"actor/perf/max_memory_allocated_gb": 21.0, "timing_s/step": 82.0,
+                     "perf/throughput": 250.0, "critic/rewards/mean": 0.38,
+                     "training/rollout_probs_diff_mean": 0.0045, "actor/pg_loss": 0.02})
+    (tmp_path / "nightly.log").write_text(console_log(series))
+    monkeypatch.chdir(tmp_path)
+
+    assert main(["check", "nightly.log", "--scenario", str(scenario)]) == 0
+
+    result = json.loads((tmp_path / "checks.json").read_text())
+    assert result["baseline"]["hardware"] == "a2" and result["required_step"] == 15
+    assert sum(r["kind"] == "baseline" for r in result["rows"]) == 5
+
+    (tmp_path / "short.log").write_text(console_log(steady({"timing_s/step": 82.0}, range(1, 12))))
+    assert main(["check", "short.log", "--scenario", str(scenario)]) == 3
+
+
+def test_baseline_import_writes_a_loadable_yaml_baseline(tmp_path: Path) -> None:
+    out = tmp_path / "gspo.a2.yaml"
+
+    code = main(["baseline", "import", str(DATA / "baseline_gspo_qwen3_8b_fsdp2_npu.txt"),
+                 "--hardware", "a2", "--out", str(out)])
+
+    assert code == 0
+    baseline = load_baseline(out)
+    assert baseline.value("timing_s/step") == 83.027817 and baseline.hardware == "a2"
+    out.write_text("metrics: [unclosed")
+    assert main(["check", str(DATA / "baseline_gspo_qwen3_8b_fsdp2_npu.txt"),
+                 "--baseline", str(out)]) == 2

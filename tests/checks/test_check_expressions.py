@@ -89,6 +89,7 @@ RUN = run_with({s: float(s) for s in range(1, 11)})  # m = 1..10 at steps 1..10
     ('ratio_above(data["m"], 8) == 0.3', 0.3, True),
     ('-data["m"][2] + 2 * 3 / 2 == 1', 1.0, True),
     ('0 <= mean(data["m"]) <= 1', 5.5, False),        # the literal bound is not the value
+    ('-0.5 * 2 < mean(data["m"]) < 10', 5.5, True),
     ('mean(data["m"]) > 5 and not max(data["m"]) > 100', 5.5, True),
     ('mean(data["m"]) > 50 or data["m"][1] == 1', 5.5, True),
     ('mean(data["m"]) < 1.2 * baseline("m")', 5.5, True),
@@ -137,3 +138,16 @@ def test_nan_never_passes() -> None:
     outcome = compile_expression('max(data["m"]) < 1').evaluate(run)
 
     assert not outcome.passed and outcome.message == "value is NaN"
+
+
+def test_or_short_circuits_past_a_missing_metric() -> None:
+    outcome = compile_expression('data["m"][1] == 1 or data["absent"][1] > 0').evaluate(RUN)
+
+    assert outcome.passed and outcome.value == 1.0 and outcome.expected == "true"
+
+
+@pytest.mark.parametrize("text", ["-" * 1990 + "1 < 2", "(" * 500 + "1" + ")" * 500 + " < 2",
+                                  "1" + " + 1" * 600 + " < 2", "x\x00 < 1", ""])
+def test_oversized_or_unparsable_expression_is_rejected(text: str) -> None:
+    with pytest.raises(ExpressionError):
+        compile_expression(text)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from workbook.checks.spec import DEFAULT_WINDOW, parse_checks
+from workbook.checks.spec import DEFAULT_WINDOW, parse_checks, step_problems
 
 
 def test_missing_section_gives_the_nightly_defaults(tmp_path: Path) -> None:
@@ -72,10 +72,12 @@ def test_overrides_merge_field_by_field_over_the_defaults(tmp_path: Path) -> Non
 
     assert problems == []
     step = spec.policy("timing_s/step")
-    assert (step.rtol, step.direction, step.reduce, step.window) == (0.2, "higher_is_worse", "mean", (2, 5))
+    assert (step.rtol, step.direction, step.reduce, step.window) == (
+        0.2, "higher_is_worse", "mean", (2, 5))
     assert spec.policy("perf/throughput") is None
     entropy = spec.policy("actor/entropy")
-    assert (entropy.reduce, entropy.window, entropy.compare, entropy.explicit) == ("median", (3, 4), True, True)
+    assert (entropy.reduce, entropy.window, entropy.compare, entropy.explicit) == (
+        "median", (3, 4), True, True)
     grad = spec.policy("actor/grad_norm")
     assert grad.finite and not grad.compare
 
@@ -100,3 +102,17 @@ def test_expressions_may_be_listed_or_named(tmp_path: Path, expressions: object)
 
     assert problems == [] and len(spec.expressions) == 1
     assert spec.expressions[0].text == 'mean(data["m"]) < 1'
+
+
+def test_windows_beyond_the_trained_steps_are_flagged(tmp_path: Path) -> None:
+    (tmp_path / "b.json").write_text("{}")
+    spec, _ = parse_checks({"baseline": "b.json", "min_steps": 6,
+                            "metrics": {"actor/entropy": {"atol": 1, "window": [2, 9]}}},
+                           params_dir=tmp_path)
+
+    problems = step_problems(spec, total_steps=4)
+
+    assert [p for p, _ in problems] == ["checks.min_steps", "checks.window",
+                                        "checks.metrics.actor/entropy.window"]
+    assert step_problems(parse_checks(None, params_dir=tmp_path)[0], total_steps=4) == []
+    assert step_problems(spec, total_steps=15) == []

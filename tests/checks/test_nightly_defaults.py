@@ -23,7 +23,7 @@ REWARD, PROBS = "critic/rewards/mean", "training/rollout_probs_diff_mean"
 
 
 def nightly_log(tmp_path: Path, metric: str, value: float) -> Path:
-    """A console log at baseline except ``metric``, whose window mean (or last value) is ``value``."""
+    """A console log at baseline except ``metric``: its window mean (or last value) is ``value``."""
     base = load_baseline(ASCEND)
     series = {}
     for name in base.names():

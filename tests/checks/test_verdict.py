@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Callable
 
 from tests.checks.handmade import steady
 from workbook.checks.baseline import Baseline, BaselineMetric
 from workbook.checks.expression import compile_expression
+from workbook.checks.runner import judge_run_dir
 from workbook.checks.spec import CheckSpec, parse_checks
 from workbook.checks.verdict import judge
 from workbook.metrics.model import RunMetrics
@@ -31,8 +34,9 @@ def test_on_baseline_run_passes() -> None:
     verdict = judge(run, CheckSpec(), baseline=BASE, run={"status": "succeeded", "exit_code": 0})
 
     assert verdict.status == "passed" and verdict.exit_code == 0
-    assert [r.name for r in verdict.rows] == ["run completed", "reached step 14",
-                                              "perf/throughput vs baseline", "timing_s/step vs baseline"]
+    assert [r.name for r in verdict.rows] == [
+        "run completed", "reached step 14", "perf/throughput vs baseline",
+        "timing_s/step vs baseline"]
 
 
 def test_run_stopped_before_the_window_fails_saying_so() -> None:
@@ -69,7 +73,8 @@ def test_short_run_fails_min_steps_even_when_checks_pass(tmp_path: Path) -> None
 
 
 def test_crashed_run_fails_with_its_diagnosis() -> None:
-    diagnosis = {"status": "failed", "category": "oom", "summary": "CUDA out of memory in update_actor"}
+    diagnosis = {"status": "failed", "category": "oom",
+                 "summary": "CUDA out of memory in update_actor"}
 
     verdict = judge(metrics_of(steady({"timing_s/step": 10.0})), CheckSpec(), baseline=None,
                     run={"status": "failed", "exit_code": 1}, diagnosis=diagnosis)
@@ -103,7 +108,8 @@ def test_missing_metric_in_expression_is_an_error_not_a_pass() -> None:
     verdict = judge(metrics_of(steady({"x": 1.0})), spec, baseline=None)
 
     assert verdict.status == "regressed"
-    assert verdict.rows[-1].status == "error" and "'absent' was not logged" in verdict.rows[-1].message
+    last = verdict.rows[-1]
+    assert last.status == "error" and "'absent' was not logged" in last.message
 
 
 def test_non_finite_loss_regresses() -> None:
@@ -114,7 +120,7 @@ def test_non_finite_loss_regresses() -> None:
 
     row = next(r for r in verdict.rows if r.name == "actor/pg_loss finite")
     assert row.status == "fail" and row.message == "not finite at step(s) 7"
-    assert json.loads(json.dumps(verdict.to_dict()))["verdict"] == "regressed"
+    assert json.loads(json.dumps(verdict.to_dict()))["verdict"]["status"] == "regressed"
 
 
 def test_junit_counts_failures_and_errors(tmp_path: Path) -> None:
@@ -139,7 +145,29 @@ def test_checks_json_holds_rows_and_plot_data(tmp_path: Path) -> None:
     data = json.loads(verdict.write_json(tmp_path / "checks.json").read_text())
 
     row = next(r for r in data["rows"] if r["metric"] == "timing_s/step")
-    assert data["verdict"] == "regressed" and data["exit_code"] == 1
+    assert data["verdict"]["status"] == "regressed" and data["verdict"]["exit_code"] == 1
     assert row["status"] == "fail" and row["baseline"] == 10.0
     assert row["upper"] == 10.5 and row["lower"] is None and row["window"] == [5, 14]
     assert row["steps"] == list(range(5, 15))
+
+
+def test_judging_a_run_dir_writes_checks_json_and_run_json(make_run: Callable[..., Path]) -> None:
+    run = make_run(steady({"actor/pg_loss": 0.1}), checks={"expressions": [
+        'data["actor/pg_loss"][-1] < 1']})
+
+    verdict = judge_run_dir(run)
+
+    assert verdict.status == "passed"
+    assert json.loads((run / "checks.json").read_text())["rows"][-1]["source"] == (
+        'data["actor/pg_loss"][-1] < 1')
+    assert json.loads((run / "run.json").read_text())["verdict"]["status"] == "passed"
+
+
+def test_judging_with_the_validated_scenario_uses_its_checks(make_run: Callable[..., Path],
+                                                            tmp_path: Path) -> None:
+    run = make_run(steady({"actor/pg_loss": 0.1}))  # its params.resolved.yaml has no checks
+    scenario = SimpleNamespace(checks={"expressions": ['data["actor/pg_loss"][-1] > 1']})
+
+    verdict = judge_run_dir(run, scenario=scenario, params_dir=tmp_path)
+
+    assert verdict.status == "regressed" and verdict.rows[-1].status == "fail"

@@ -25,7 +25,12 @@ EXPECTED_VALUES = [
     ("07_sft-trainer-tqdm-inline-steps.log", 250, "val/loss", 0.5834625363349915),
     ("08_dapo-retool-npfloat64-hardwrapped-214.log", 6, "actor/pg_clipfrac", 0.001701338811674052),
     ("08_dapo-retool-npfloat64-hardwrapped-214.log", 9, "timing_s/gen", 4616.70871562697),
-    ("12_jsonl-file-logger-ppo-null-and-string-values.log", 1, "critic/vf_loss", 1.9340452780015767),
+    (
+        "12_jsonl-file-logger-ppo-null-and-string-values.log",
+        1,
+        "critic/vf_loss",
+        1.9340452780015767,
+    ),
 ]
 
 # The README's "step lines" column, as the steps each log yields (step lines of one step merge).
@@ -76,13 +81,17 @@ def test_old_names_are_canonical_and_originals_kept() -> None:
 def test_step_zero_of_verl_0_1_is_a_training_step() -> None:
     run = load_metrics(LOGS / "01_verl-notebook-ppo-oldstyle-main_task.log")
     assert run.steps[0]["actor/pg_loss"] == 0.001
-    assert run.steps[1]["actor/ppo_kl"] == 0.0 and math.copysign(1, run.steps[1]["actor/ppo_kl"]) == -1
+    assert (
+        run.steps[1]["actor/ppo_kl"] == 0.0 and math.copysign(1, run.steps[1]["actor/ppo_kl"]) == -1
+    )
 
 
 def test_resumed_run_starts_at_step_101_with_renamed_memory_metrics() -> None:
     run = load_metrics(LOGS / "02_ppo-2node-ansi-resume-from-ckpt.log")
     assert run.steps[102]["actor/perf/max_memory_allocated_gb"] == 38.162
-    assert run.original_names["actor/perf/max_memory_allocated_gb"] == "perf/max_memory_allocated_gb"
+    assert (
+        run.original_names["actor/perf/max_memory_allocated_gb"] == "perf/max_memory_allocated_gb"
+    )
     assert run.steps[101]["perf/mfu/actor"] == 0.067
 
 
@@ -97,8 +106,11 @@ def test_npu_log_step_zero_is_validation_only_and_step_five_carries_validation()
 
 def test_sft_step_250_merges_train_and_val_lines() -> None:
     run = load_metrics(LOGS / "07_sft-trainer-tqdm-inline-steps.log")
-    assert run.steps[250] == {"train/loss": 0.5836241245269775, "train/lr(1e-3)": 0.0,
-                              "val/loss": 0.5834625363349915}
+    assert run.steps[250] == {
+        "train/loss": 0.5836241245269775,
+        "train/lr(1e-3)": 0.0,
+        "val/loss": 0.5834625363349915,
+    }
     assert run.sources[250]["train/loss"] == "07_sft-trainer-tqdm-inline-steps.log:19"
     assert run.sources[250]["val/loss"] == "07_sft-trainer-tqdm-inline-steps.log:20"
 
@@ -119,7 +131,9 @@ def test_jsonl_null_is_nan_and_strings_are_not_metrics() -> None:
     assert math.isnan(run.steps[3]["actor/pg_loss"])
     assert not run.has("resize/mode")
     assert run.steps[1]["critic/lr"] == 1e-05
-    assert run.sources[1]["critic/vf_loss"] == "12_jsonl-file-logger-ppo-null-and-string-values.log:2"
+    assert (
+        run.sources[1]["critic/vf_loss"] == "12_jsonl-file-logger-ppo-null-and-string-values.log:2"
+    )
 
 
 def test_oom_log_has_no_steps_but_its_initial_validation() -> None:
@@ -131,7 +145,10 @@ def test_oom_log_has_no_steps_but_its_initial_validation() -> None:
 def test_oom_log_diagnosed_as_cuda_oom_in_update_actor() -> None:
     result = diagnose(LOGS / "13_searchr1-ppo-main_task-cuda-oom-before-step1.log").to_dict()
     assert result["status"] == "failed" and result["category"] == "oom"
-    assert result["evidence"][0] == "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.07 GiB. GPU"
+    assert (
+        result["evidence"][0]
+        == "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.07 GiB. GPU"
+    )
     assert "update_actor" in result["summary"]
     assert result["last_step"] is None
 

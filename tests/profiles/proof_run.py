@@ -6,7 +6,7 @@ summed over the whole process tree (Ray, vLLM and every worker). Run it under th
 
     flock /tmp/wb-heavy.lock .venv/bin/python tests/profiles/proof_run.py gspo /tmp/wb-proof/gspo
     flock /tmp/wb-heavy.lock .venv/bin/python tests/profiles/proof_run.py ppo /tmp/wb-proof/ppo
-    flock /tmp/wb-heavy.lock .venv/bin/python tests/profiles/proof_run.py broken /tmp/wb-proof/broken
+    flock /tmp/wb-heavy.lock .venv/bin/python tests/profiles/proof_run.py broken /tmp/wb-proof/bad
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from pathlib import Path
 
 import psutil
 
-from workbook.assets import ensure_assets
+from workbook.assets import Assets, ensure_assets
 from workbook.profiles import profile_env, profile_overrides
 from workbook.profiles.cpu.pythonpath import prepare_plugin_path
 
 
-def scenario_overrides(kind: str, assets, run_dir: Path) -> list[str]:  # type: ignore[no-untyped-def]
+def scenario_overrides(kind: str, assets: Assets, run_dir: Path) -> list[str]:
     """What a scenario file would say: algorithm, sizes, model, data, reward, trainer."""
     steps = 2 if kind == "ppo" else 4
     common = [

@@ -14,14 +14,15 @@ from workbook.assets import MARKER, Assets, ensure_assets
 from workbook.cli.assets import register
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Assets:
-    return ensure_assets(tmp_path_factory.mktemp("cache"))
+@pytest.fixture
+def built(cpu_assets: Assets) -> Assets:
+    return cpu_assets
 
 
 def test_build_leaves_every_file_and_the_marker_and_no_staging_dir(built: Assets) -> None:
-    for path in (built.train_file, built.val_file, built.reward_file, built.model_dir / "config.json",
-                 built.model_dir / "model.safetensors", built.model_dir / "tokenizer.json"):
+    model = built.model_dir
+    for path in (built.train_file, built.val_file, built.reward_file, model / "config.json",
+                 model / "model.safetensors", model / "tokenizer.json"):
         assert path.is_file(), path
     assert (built.root / MARKER).is_file()
     assert [p.name for p in built.root.parent.iterdir()] == [built.root.name]
@@ -42,8 +43,6 @@ def test_second_call_does_not_rebuild(built: Assets, monkeypatch: pytest.MonkeyP
 def test_interrupted_build_leaves_no_cache_and_the_next_call_builds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_build = assets_module._build
-
     def crash(root: Path) -> None:
         (root / "model").mkdir()
         raise KeyboardInterrupt
@@ -52,8 +51,9 @@ def test_interrupted_build_leaves_no_cache_and_the_next_call_builds(
     with pytest.raises(KeyboardInterrupt):
         ensure_assets(tmp_path)
     assert list(tmp_path.iterdir()) == []
-    monkeypatch.setattr(assets_module, "_build", real_build)
-    assert (ensure_assets(tmp_path).root / MARKER).is_file()
+    monkeypatch.setattr(assets_module, "_build", lambda root: (root / "model").mkdir())
+    rebuilt = ensure_assets(tmp_path)
+    assert (rebuilt.root / MARKER).is_file() and rebuilt.model_dir.is_dir()
 
 
 def test_data_has_verl_gsm8k_layout_and_sizes(built: Assets) -> None:

@@ -96,7 +96,7 @@ def test_critic_overrides_only_with_a_critic() -> None:
 
 
 @pytest.mark.parametrize("profile", PROFILES)
-def test_no_profile_sets_a_key_twice(profile: str, tmp_path: Path) -> None:
+def test_no_profile_sets_a_key_twice(profile: str) -> None:
     overrides = profile_overrides(profile, critic=True, ray_temp_dir="/tmp/wb-ab")
     assert len(keys(overrides)) == len(set(keys(overrides)))
 
@@ -106,3 +106,16 @@ def test_unknown_profile_is_a_params_error_naming_the_field() -> None:
         profile_overrides("tpu")
     assert caught.value.problems[0][0] == "profile"
     assert caught.value.exit_code == 2
+
+
+def test_every_cpu_override_composes_with_the_installed_verl_config() -> None:
+    """A key verl does not declare (without ``+``) or a ``+`` on a declared key fails here."""
+    from hydra import compose, initialize_config_module
+
+    overrides = profile_overrides("cpu", ray_temp_dir="/tmp/wb-ab", critic=True)
+    with initialize_config_module(config_module="verl.trainer.config", version_base=None):
+        config = compose("ppo_trainer", overrides=overrides)
+    assert config.trainer.device == "cpu"
+    assert config.ray_kwargs.ray_init.num_gpus == 1
+    assert config.critic.model.override_config.attn_implementation == "sdpa"
+    assert config.actor_rollout_ref.rollout.enable_sleep_mode is False

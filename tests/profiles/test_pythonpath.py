@@ -40,7 +40,8 @@ def test_a_new_version_replaces_the_old_answer(tmp_path: Path) -> None:
 
 
 def test_preparing_twice_leaves_the_file_untouched(tmp_path: Path) -> None:
-    metadata = prepare_plugin_path(tmp_path, version="1.0+cpu") / "vllm-1.0+cpu.dist-info" / "METADATA"
+    path = prepare_plugin_path(tmp_path, version="1.0+cpu")
+    metadata = path / "vllm-1.0+cpu.dist-info" / "METADATA"
     before = metadata.stat().st_mtime_ns
     prepare_plugin_path(tmp_path, version="1.0+cpu")
     assert metadata.stat().st_mtime_ns == before

@@ -139,7 +139,8 @@ def load_baseline(path: Path | str) -> Baseline:
     if path.suffix == ".txt":
         return import_ascend_text(text, source=path)
     try:
-        data = load_yaml_text(text, str(path)) if path.suffix in (".yaml", ".yml") else json.loads(text)
+        is_yaml = path.suffix in (".yaml", ".yml")
+        data = load_yaml_text(text, str(path)) if is_yaml else json.loads(text)
     except json.JSONDecodeError as exc:
         raise BaselineError(f"baseline {path} is not valid JSON: {exc}") from None
     except InputError as exc:

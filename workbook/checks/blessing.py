@@ -26,6 +26,7 @@ from workbook.checks.reductions import WINDOWED, ReductionError, reduce_series, 
 from workbook.checks.spec import CheckSpec, MetricPolicy, parse_checks
 from workbook.errors import BaselineError, ParamsError
 from workbook.metrics.model import RunMetrics
+from workbook.provenance import describe
 
 SIGMAS = 3.0
 
@@ -135,19 +136,25 @@ def suggest_tolerance(policy: MetricPolicy, mean: float, spread: float) -> dict[
 
 def _provenance(dirs: list[Path], runs: list[dict[str, Any]], spec: CheckSpec,
                 hardware: str, skipped: dict[str, str]) -> dict[str, Any]:
+    """Where the numbers came from, read from each run's run.json (see workbook.provenance)."""
     versions = [r.get("versions") or {} for r in runs]
-    first = versions[0]
-    differ = sorted({k for v in versions for k in v if v.get(k) != first.get(k)})
+    first, facts = versions[0], runs[0]
+    commits = facts.get("commits") or {}
+    differ = sorted({k for v in versions for k in set(v) | set(first) if v.get(k) != first.get(k)})
     return {
-        "source": "bless", "created": now_iso(), "workbook_version": _workbook_version(),
-        "verl_version": first.get("verl"), "verl_commit": first.get("verl_commit"),
-        "hardware": hardware, "host": runs[0].get("host"),
+        "source": "bless", "created": now_iso(),
+        "workbook_version": first.get("verl-workbook") or _workbook_version(),
+        "workbook_commit": commits.get("workbook"),
+        "verl_version": first.get("verl"),
+        "verl_commit": commits.get("verl") or first.get("verl_commit"),
+        "hardware": hardware, "hardware_detail": describe(facts) if facts else None,
+        "host": facts.get("host"), "os": facts.get("os"), "python": facts.get("python"),
         "run_ids": [d.name for d in dirs], "packages": first,
         "package_versions_differ": differ,
         "window": list(spec.window), "sigmas": SIGMAS, "skipped_metrics": skipped,
         "runs": [{"run_id": d.name, "path": str(d), "status": r.get("status"),
-                  "started": r.get("started"), "ended": r.get("ended"),
-                  "host": r.get("host"), "versions": r.get("versions")}
+                  "started": r.get("started"), "ended": r.get("ended"), "host": r.get("host"),
+                  "versions": r.get("versions"), "commits": r.get("commits")}
                  for d, r in zip(dirs, runs)],
     }
 

@@ -116,7 +116,7 @@ def baseline_row(metrics: RunMetrics, policy: MetricPolicy, baseline: Baseline |
         name=name, kind="baseline", status="fail" if failed else "pass", value=value,
         expected=_expected(policy, reference, lower, upper), baseline=reference,
         lower=lower, upper=upper, steps=steps, metric=metric, reduce=policy.reduce,
-        window=policy.window if windowed else None,
+        window=policy.window if windowed else None, baseline_series=dict(entry.series),
         message=f"{how}: {value:.6g}, {delta:+.6g}{pct} vs baseline {reference:.6g}{note}")
 
 

@@ -85,18 +85,21 @@ class Expression:
     def evaluate(self, metrics: RunMetrics, baseline: "Baseline | None" = None) -> Outcome:
         """Compute the check; raises :class:`EvaluationError` when it cannot be computed."""
         env = _Env(metrics, baseline)
+        passed = env.truth(self.tree.body)  # and/or short-circuit as in Python
         reported = _reported_compare(self.tree.body)
         value: float | None = None
         expected = "true"
-        if reported is not None:
+        if reported is self.tree.body:
             operands = [reported.left, *reported.comparators]
             numbers = [env.number(op) for op in operands]
             index = _reported_index(operands)
-            value = numbers[index]
-            expected = _render_expected(reported, numbers, index)
-            if reported is not self.tree.body:
-                expected = "true"  # the whole and/or/not expression, not just its first part
-        passed = bool(env.truth(self.tree.body))
+            value, expected = numbers[index], _render_expected(reported, numbers, index)
+        elif reported is not None:  # report the first part's left side when it can be computed
+            operands = [reported.left, *reported.comparators]
+            try:
+                value = env.number(operands[_reported_index(operands)])
+            except EvaluationError:
+                value = None
         if passed:
             message = ""
         elif value is not None and math.isnan(value):
@@ -121,6 +124,8 @@ def compile_expression(text: str, name: str | None = None) -> Expression:
         tree = ast.parse(source, mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"check {source!r} is not valid: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError):
+        raise ExpressionError(f"check {source!r} is not valid: it cannot be parsed") from None
     if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
         raise ExpressionError(f"check {source!r} is too large (more than {MAX_NODES} parts)")
     kind = Validator(source).kind(tree.body)
@@ -144,7 +149,7 @@ def _reported_compare(node: ast.AST) -> ast.Compare | None:
 def _reported_index(operands: list[ast.expr]) -> int:
     """The left side, unless it is a literal bound as in ``0 <= x <= 1``."""
     for index, operand in enumerate(operands):
-        if not isinstance(operand, ast.Constant) and int_constant(operand) is None:
+        if any(isinstance(n, (ast.Subscript, ast.Call)) for n in ast.walk(operand)):
             return index
     return 0
 
@@ -196,7 +201,9 @@ class _Env:
                 raise EvaluationError("division by zero")
             return ARITH[type(node.op)](left, right)
         if isinstance(node, ast.Subscript):
-            return self.step_value(self.series(node.value), int_constant(node.slice))  # type: ignore[arg-type]
+            step = int_constant(node.slice)
+            assert step is not None  # the validator allows integer literals only
+            return self.step_value(self.series(node.value), step)
         assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
         return self.call(node.func.id, node)
 
@@ -212,7 +219,8 @@ class _Env:
         steps = sorted(series)
         if step < 0:
             if -step > len(steps):
-                raise EvaluationError(f"{series.name} has only {len(steps)} steps, asked for {step}")
+                raise EvaluationError(
+                    f"{series.name} has only {len(steps)} steps, asked for {step}")
             step = steps[step]
         if step not in series:
             raise EvaluationError(f"{series.name} was not logged at step {step} "
@@ -239,12 +247,12 @@ class _Env:
                 return reductions.ratio_above(series, self.number(node.args[1]))
             start_node = node.args[1] if len(node.args) > 1 else kwargs.get("range_start")
             end_node = node.args[2] if len(node.args) > 2 else kwargs.get("range_end")
-            start = 1 if start_node is None else int_constant(start_node)
-            end = 0 if end_node is None else int_constant(end_node)
+            start = 1 if start_node is None else int_constant(start_node) or 0
+            end = 0 if end_node is None else int_constant(end_node) or 0
             if name == "median":
-                return reductions.nemo_median(series, start, end, name=series.name)  # type: ignore[arg-type]
+                return reductions.nemo_median(series, start, end, name=series.name)
             top_node = node.args[3] if len(node.args) > 3 else kwargs.get("ignore_top_p")
             top = 0.0 if top_node is None else self.number(top_node)
-            return reductions.nemo_mean(series, start, end, top, name=series.name)  # type: ignore[arg-type]
+            return reductions.nemo_mean(series, start, end, top, name=series.name)
         except reductions.ReductionError as exc:
             raise EvaluationError(str(exc)) from None

@@ -61,4 +61,5 @@ def params_dir_for(resolved: dict[str, Any]) -> Path:
 
 
 def is_run_directory(path: Path) -> bool:
-    return Path(path).is_dir() and (is_run_dir(path) or (Path(path) / RUN_FILES["metrics"]).exists())
+    path = Path(path)
+    return path.is_dir() and (is_run_dir(path) or (path / RUN_FILES["metrics"]).exists())

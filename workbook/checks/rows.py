@@ -29,6 +29,7 @@ class CheckRow:
     window: tuple[int, int] | None = None
     steps: list[int] = field(default_factory=list)  # steps the value was computed from
     source: str | None = None      # the expression text, for expression rows
+    baseline_series: dict[int, float] = field(default_factory=dict)  # per step, to draw the curve
 
     @property
     def passed(self) -> bool:
@@ -40,6 +41,8 @@ class CheckRow:
             if data[key] is not None and not math.isfinite(data[key]):
                 data[key] = str(data[key])  # JSON has no NaN/inf; keep them visible as text
         data["window"] = list(self.window) if self.window else None
+        data["baseline_series"] = {str(s): (v if math.isfinite(v) else None)
+                                   for s, v in sorted(self.baseline_series.items())}
         return data
 
 

@@ -55,7 +55,8 @@ DEFAULT_POLICIES: dict[str, dict[str, Any]] = {
     "training/rollout_probs_diff_mean": {"reduce": "mean", "direction": "both", "rtol": 0.05},
     "timing_s/gen": {"reduce": "mean", "direction": "higher_is_worse", "rtol": 0.05},
     "actor/pg_loss": {"finite": True, "compare": False},
-    "actor/pg_clipfrac": {"reduce": "mean", "direction": "both", "atol": 0.05, "bounds": [0.0, 1.0]},
+    "actor/pg_clipfrac": {"reduce": "mean", "direction": "both", "atol": 0.05,
+                          "bounds": [0.0, 1.0]},
 }
 
 
@@ -94,7 +95,8 @@ class CheckSpec:
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     expressions: tuple[Expression, ...] = ()
 
-    def policy(self, metric: str, suggested: Mapping[str, float] | None = None) -> MetricPolicy | None:
+    def policy(self, metric: str,
+               suggested: Mapping[str, float] | None = None) -> MetricPolicy | None:
         """The merged policy for ``metric`` (None when nothing applies or it is disabled)."""
         has_default = self.use_defaults and metric in DEFAULT_POLICIES
         override = self.overrides.get(metric)
@@ -108,13 +110,13 @@ class CheckSpec:
             merged.update(override)
         if not merged.pop("enabled", True):
             return None
-        merged.setdefault("compare", merged.get("atol") is not None or merged.get("rtol") is not None)
-        window = merged.pop("window", None)
+        has_tolerance = merged.get("atol") is not None or merged.get("rtol") is not None
+        merged.setdefault("compare", has_tolerance)
+        window = merged.pop("window", None) or self.window
         bounds = merged.pop("bounds", None)
-        return MetricPolicy(
-            metric=metric, window=tuple(window) if window else self.window,  # type: ignore[arg-type]
-            bounds=tuple(bounds) if bounds else None, explicit=override is not None,  # type: ignore[arg-type]
-            **merged)
+        return MetricPolicy(metric=metric, window=(window[0], window[1]),
+                            bounds=(bounds[0], bounds[1]) if bounds else None,
+                            explicit=override is not None, **merged)
 
     def policy_names(self) -> list[str]:
         names = list(DEFAULT_POLICIES) if self.use_defaults else []
@@ -169,6 +171,31 @@ def parse_checks(section: Mapping[str, Any] | None, *,
     spec = CheckSpec(baseline, window or DEFAULT_WINDOW, min_steps, use_defaults, overrides,
                      tuple(expressions))
     return spec, problems
+
+
+def step_problems(spec: CheckSpec, total_steps: int | None) -> list[tuple[str, str]]:
+    """Checks that need more steps than the scenario trains (caught before a night is spent).
+
+    The window counts only when something compares over it: a baseline is configured (the
+    defaults use the window) or a scenario policy does.
+    """
+    if total_steps is None:
+        return []
+    problems = []
+    if spec.min_steps is not None and spec.min_steps > total_steps:
+        problems.append(("checks.min_steps", f"is {spec.min_steps} but the run trains "
+                                             f"{total_steps} steps"))
+    if spec.baseline is not None and spec.window[1] > total_steps:
+        problems.append(("checks.window", f"ends at step {spec.window[1]} but the run trains "
+                                          f"{total_steps} steps; set checks.window"))
+    for name in spec.overrides:
+        policy = spec.policy(name)
+        if (policy and policy.uses_window and "window" in spec.overrides[name]
+                and policy.window[1] > total_steps):
+            problems.append((f"checks.metrics.{name}.window",
+                             f"ends at step {policy.window[1]} but the run trains "
+                             f"{total_steps} steps"))
+    return problems
 
 
 def _baseline_path(value: Any, params_dir: Path, problems: list[tuple[str, str]]) -> Path | None:

@@ -18,7 +18,6 @@ from typing import Any
 from workbook.checks.baseline import Baseline
 from workbook.checks.comparison import active_policies, compares, policy_rows
 from workbook.checks.expression import EvaluationError, Expression
-from workbook.checks.reductions import window_text
 from workbook.checks.rows import CheckRow, error_row
 from workbook.checks.spec import CheckSpec
 from workbook.errors import EXIT_PASSED, EXIT_REGRESSED, EXIT_RUN_FAILED
@@ -48,10 +47,15 @@ class Verdict:
     def count(self, status: str) -> int:
         return sum(1 for row in self.rows if row.status == status)
 
+    def summary(self) -> dict[str, Any]:
+        """``{"status", "reason", "exit_code", "counts"}``: what run.json and an index need."""
+        return {"status": self.status, "reason": self.reason, "exit_code": self.exit_code,
+                "counts": {s: self.count(s) for s in ("pass", "fail", "error")}}
+
     def to_dict(self) -> dict[str, Any]:
+        """checks.json: the summary under ``verdict``, then context and every row."""
         return {
-            "verdict": self.status, "reason": self.reason, "exit_code": self.exit_code,
-            "counts": {s: self.count(s) for s in ("pass", "fail", "error")},
+            "verdict": self.summary(),
             "last_step": self.last_step, "required_step": self.required_step,
             "run_status": self.run_status, "baseline": self.baseline,
             "diagnosis": self.diagnosis, "rows": [row.to_dict() for row in self.rows],
@@ -118,31 +122,35 @@ def _required_step(spec: CheckSpec, baseline: Baseline | None) -> int | None:
 
 def _run_row(run: dict[str, Any], diagnosis: dict[str, Any] | None) -> CheckRow:
     status, code = run.get("status"), run.get("exit_code")
-    ok = (status in (None, "succeeded")) and code in (None, 0) and (status or code is not None)
-    message = "" if ok else f"run {status or 'ended'}" + (
-        f" with exit code {code}" if code not in (None, 0) else "")
-    if not ok and diagnosis and diagnosis.get("summary"):
-        message += f": {diagnosis['summary']}"
+    if status is None and code is None:
+        ok, message = False, "run.json records neither a status nor an exit code"
+    else:
+        ok = status in (None, "succeeded") and code in (None, 0)
+        message = "" if ok else f"run {status or 'ended'}" + (
+            f" with exit code {code}" if code not in (None, 0) else "")
+    summary = _failure_summary(diagnosis)
+    if not ok and summary:
+        message += f": {summary}"
     return CheckRow(name="run completed", kind="run", status="pass" if ok else "fail",
                     value=None if code is None else float(code), expected="succeeded, exit code 0",
                     message=message)
 
 
 def _step_row(last: int, required: int, spec: CheckSpec) -> CheckRow:
-    why = "min_steps" if spec.min_steps is not None else "end of the checks' window"
+    why = "min_steps" if spec.min_steps is not None else "end of the widest checks window"
     ok = last >= required
     return CheckRow(
         name=f"reached step {required}", kind="run", status="pass" if ok else "fail",
         value=float(last), expected=f">= {required} ({why})",
-        message="" if ok else (f"run stopped at step {last}, before the required step {required} "
-                               f"({why}{'' if spec.min_steps else ', ' + window_text(spec.window)})"))
+        message="" if ok else f"run stopped at step {last}, before the required step {required} "
+                              f"({why})")
 
 
 def _outcome(rows: list[CheckRow], diagnosis: dict[str, Any] | None) -> tuple[str, str]:
     run_failures = [r for r in rows if r.kind == "run" and r.status != "pass"]
     if run_failures:
         reason = "; ".join(r.message for r in run_failures)
-        summary = (diagnosis or {}).get("summary")
+        summary = _failure_summary(diagnosis)
         if summary and summary not in reason:
             reason += f" ({summary})"
         return "failed", reason
@@ -152,7 +160,15 @@ def _outcome(rows: list[CheckRow], diagnosis: dict[str, Any] | None) -> tuple[st
         failed, errors = sum(r.status == "fail" for r in bad), sum(r.status == "error" for r in bad)
         counts = " and ".join(p for p in (f"{failed} failed" if failed else "",
                                           f"{errors} could not be computed" if errors else "") if p)
-        return "regressed", f"{counts} of {len(checks)} checks; first: {bad[0].name}: {bad[0].message}"
+        first = f"{bad[0].name}: {bad[0].message}"
+        return "regressed", f"{counts} of {len(checks)} checks; first: {first}"
     if not checks:
         return "passed", "run completed; no checks apply (no baseline, no expressions)"
     return "passed", f"all {len(checks)} checks passed"
+
+
+def _failure_summary(diagnosis: dict[str, Any] | None) -> str | None:
+    """The diagnosis' one line, unless it found nothing wrong."""
+    if not diagnosis or diagnosis.get("status") == "succeeded":
+        return None
+    return diagnosis.get("summary") or None

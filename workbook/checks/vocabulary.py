@@ -27,7 +27,8 @@ FUNCTIONS = ("min", "max", "mean", "median", "ratio_above", "baseline")
 FORBIDDEN = {
     ast.Attribute: "attribute access", ast.Lambda: "lambda", ast.ListComp: "comprehension",
     ast.SetComp: "comprehension", ast.DictComp: "comprehension", ast.GeneratorExp: "generator",
-    ast.Starred: "starred argument", ast.NamedExpr: "assignment expression", ast.JoinedStr: "f-string",
+    ast.Starred: "starred argument", ast.NamedExpr: "assignment expression",
+    ast.JoinedStr: "f-string",
     ast.IfExp: "conditional expression", ast.List: "list", ast.Tuple: "tuple", ast.Dict: "dict",
     ast.Set: "set", ast.Slice: "slice", ast.Await: "await", ast.Yield: "yield",
     ast.YieldFrom: "yield", ast.FormattedValue: "f-string",
@@ -151,7 +152,8 @@ class Validator:
         if name == "baseline":
             if len(args) != 1 or node.keywords or not (
                     isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)):
-                raise self.fail(node, 'baseline() takes one metric name, e.g. baseline("timing_s/step")')
+                raise self.fail(
+                    node, 'baseline() takes one metric name, e.g. baseline("timing_s/step")')
             return "number"
         if name in ("min", "max"):
             if len(args) == 1 and self.kind(args[0]) == "series":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from workbook.assets import default_cache_dir, ensure_assets
+from workbook.assets import ensure_assets
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--cache",
         type=Path,
         default=None,
-        help=f"cache directory (default: $WORKBOOK_CACHE or {default_cache_dir()})",
+        help="cache directory (default: $WORKBOOK_ASSETS, $WORKBOOK_CACHE or "
+        "~/.cache/verl-workbook/assets)",
     )
     parser.set_defaults(handler=run_assets)
 

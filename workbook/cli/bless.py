@@ -1,4 +1,4 @@
-"""``workbook bless RUN_DIR...`` and ``workbook baseline import``: baselines from data, not hands."""
+"""``workbook bless RUN_DIR...`` and ``workbook baseline import``: baselines from data only."""
 
 from __future__ import annotations
 

@@ -4,17 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
-from workbook.checks.baseline import load_baseline
-from workbook.checks.inputs import (is_run_directory, load_run_metrics, params_dir_for,
-                                    read_resolved_params, read_run)
-from workbook.checks.spec import CheckSpec, parse_checks
+from workbook.checks.inputs import is_run_directory
+from workbook.checks.runner import check_path
 from workbook.checks.table import format_table
-from workbook.checks.verdict import Verdict, judge
-from workbook.errors import InputError, ParamsError
-from workbook.metrics.diagnosis import diagnose
-from workbook.runs import RUN_FILES
 
 EPILOG = """examples:
   workbook check runs/gspo-tiny-1n1cpu-fsdp2-vllm/20261129T181829Z-1a2b3c
@@ -49,55 +42,6 @@ def run_check(args: argparse.Namespace) -> int:
     if args.junit:
         verdict.write_junit(args.junit, suite=f"workbook.checks.{_suite(args.path)}")
     return verdict.exit_code
-
-
-def check_path(path: Path, *, baseline: Path | None = None, expressions: list[str] = (),  # type: ignore[assignment]
-               scenario: Path | None = None) -> tuple[Verdict, Path]:
-    """Judge ``path``; returns the verdict and where its checks.json belongs."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"no such run directory or file: {path}")
-    run_dir = is_run_directory(path)
-    spec = _spec(path if run_dir else None, scenario).with_baseline(baseline)
-    spec = spec.with_expressions(list(expressions))
-    loaded = load_baseline(spec.baseline) if spec.baseline else None
-    run = read_run(path) if run_dir else {}
-    metrics = load_run_metrics(path)
-    diagnosis = _diagnosis(path, run, has_metrics=bool(len(metrics)))
-    verdict = judge(metrics, spec, baseline=loaded, run=run, diagnosis=diagnosis)
-    out = path / RUN_FILES["checks"] if run_dir else Path.cwd() / RUN_FILES["checks"]
-    return verdict, out
-
-
-def _spec(run_dir: Path | None, scenario: Path | None) -> CheckSpec:
-    if scenario is not None:
-        from workbook.params.loader import resolve
-
-        data, problems = resolve(scenario)
-        if problems:
-            raise ParamsError(problems, str(scenario))
-        section, params_dir = data.get("checks"), scenario.resolve().parent
-    elif run_dir is not None:
-        resolved = read_resolved_params(run_dir)
-        section, params_dir = resolved.get("checks"), params_dir_for(resolved)
-    else:
-        return CheckSpec()
-    spec, problems = parse_checks(section, params_dir=params_dir)
-    if problems:
-        raise ParamsError(problems, "checks")
-    return spec
-
-
-def _diagnosis(path: Path, run: dict[str, Any], *, has_metrics: bool) -> dict[str, Any] | None:
-    """run.json's diagnosis, else a fresh one when the run (or the log's run) did not succeed."""
-    if run.get("diagnosis"):
-        return run["diagnosis"]
-    if run and run.get("status") == "succeeded" and has_metrics:
-        return None
-    if path.is_dir() and not any((path / RUN_FILES[k]).exists() for k in ("log", "metrics")):
-        return None
-    found = diagnose(path).to_dict()
-    return None if found.get("status") == "succeeded" else found
 
 
 def _suite(path: Path) -> str:

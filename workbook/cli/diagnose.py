@@ -18,14 +18,25 @@ EPILOG = """examples:
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "diagnose", help="say why a run failed (JSON: status, category, summary, evidence, last_step)",
+        "diagnose",
+        help="say why a run failed (JSON: status, category, summary, evidence, last_step)",
         description="Diagnose a run from its console log, metrics JSONL or run directory.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("path", type=Path, help="log file, JSONL file or run directory")
-    parser.add_argument("--exit-code", type=int, default=None,
-                        help="the run's exit code (a run directory's run.json is used otherwise)")
-    parser.add_argument("--expected-steps", type=int, default=None,
-                        help="steps a complete run reaches (fewer is 'incomplete')")
+    parser.add_argument(
+        "--exit-code",
+        type=int,
+        default=None,
+        help="the run's exit code (a run directory's run.json is used otherwise)",
+    )
+    parser.add_argument(
+        "--expected-steps",
+        type=int,
+        default=None,
+        help="steps a complete run reaches (fewer is 'incomplete')",
+    )
     parser.set_defaults(handler=run_diagnose)
 
 

@@ -18,13 +18,21 @@ EPILOG = """examples:
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "metrics", help="print the metrics of a verl log, JSONL file or run directory",
-        description="Read every step's metrics from a verl console log, a file-logger JSONL file or "
-                    "a run directory (metrics.jsonl wins, run.log fills gaps).",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "metrics",
+        help="print the metrics of a verl log, JSONL file or run directory",
+        description="Read every step's metrics from a verl console log, a file-logger JSONL "
+        "file or "
+        "a run directory (metrics.jsonl wins, run.log fills gaps).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("path", type=Path, help="log file, JSONL file or run directory")
-    parser.add_argument("--format", choices=("table", "jsonl", "csv"), default="table",
-                        help="table: short summary (default); jsonl: one {step, data} per line; csv: wide")
+    parser.add_argument(
+        "--format",
+        choices=("table", "jsonl", "csv"),
+        default="table",
+        help="table: short summary (default); jsonl: one {step, data} per line; csv: wide",
+    )
     parser.set_defaults(handler=run_metrics)
 
 

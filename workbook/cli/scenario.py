@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     s = validate_scenario(args.params, args.sets)  # nothing is created before this passes
 
     from workbook.report.index import write_index
-    from workbook.report.notebook import execute_notebook
+    from workbook.report.notebook import execute
     from workbook.report.render import render_report
 
     root = (args.runs or default_root()).resolve()
@@ -121,12 +121,13 @@ def run(args: argparse.Namespace) -> int:
     if tail:
         tail.start()
     try:
-        execute_notebook(
+        execute(
             args.notebook or default_notebook(s.launcher),
-            rd.file("notebook"),
-            parameters={"scenario": str(args.params.resolve()), "overrides": list(args.sets),
+            rd.path,
+            {"scenario": str(args.params.resolve()), "overrides": list(args.sets),
                         "run_dir": str(rd.path), "run_root": str(root)},
             cwd=REPO,
+            stream=False,  # the run's own log streams from run.log (below)
         )
     except WorkbookError as exc:  # the run's own failure is judged below, from its files
         print(f"workbook: the notebook stopped: {exc.message.splitlines()[0]}", file=sys.stderr)

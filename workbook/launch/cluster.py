@@ -14,7 +14,7 @@ Its state (addresses, temp dir, PIDs) lives in a JSON file (``$WORKBOOK_CLUSTER_
 ``down`` never runs ``ray stop`` (that stops every Ray cluster of the machine): it finds the
 processes whose command line or open files mention the cluster's temp dir, plus their
 descendants (Ray workers rename themselves ``ray::...``), sends SIGTERM, and SIGKILLs the
-survivors after 10 s. This is the one module that imports psutil.
+survivors after 10 s (process lookups through ``workbook.launch.processes``).
 """
 
 from __future__ import annotations
@@ -28,20 +28,20 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
-
-import psutil
+from typing import Any
 
 from workbook.errors import InputError, LaunchError
-from workbook.launch import ray_client
+from workbook.launch import processes, ray_client
 from workbook.runs import write_atomic
 
 WORKER_PORT_SPAN = 200
 STARTUP_TIMEOUT_S = 120.0
 KILL_GRACE_S = 10.0
+START_ATTEMPTS = 3
 
 
 def default_state_file() -> Path:
@@ -82,7 +82,7 @@ class ClusterState:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ClusterState":
+    def from_dict(cls, data: dict[str, Any]) -> ClusterState:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 
@@ -186,6 +186,9 @@ def _ray_env() -> dict[str, str]:
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.setdefault("RAY_AUTH_MODE", "token")
     env["RAY_USAGE_STATS_ENABLED"] = "0"
+    # A raylet waits this long for its dashboard agent's port file (15-30 s by default), which a
+    # busy 2-core machine can exceed; the raylet then aborts. Give it more time.
+    env.setdefault("RAY_agent_register_timeout_ms", "90000")
     return env
 
 
@@ -193,7 +196,9 @@ def _ensure_token(env: dict[str, str]) -> None:
     """Create Ray's default token file when auth is on and no token exists (as ``ray.init`` does)."""
     if env.get("RAY_AUTH_MODE", "").lower() != "token" or ray_client.auth_token(env):
         return
-    _run([str(ray_executable()), "get-auth-token", "--generate"], env, what="create a Ray auth token")
+    _run(
+        [str(ray_executable()), "get-auth-token", "--generate"], env, what="create a Ray auth token"
+    )
 
 
 def _run(argv: list[str], env: dict[str, str], *, what: str) -> str:
@@ -202,7 +207,9 @@ def _run(argv: list[str], env: dict[str, str], *, what: str) -> str:
             argv, env=env, capture_output=True, text=True, timeout=STARTUP_TIMEOUT_S, check=False
         )
     except subprocess.TimeoutExpired:
-        raise LaunchError(f"could not {what}: `{' '.join(argv[:3])} ...` took over {STARTUP_TIMEOUT_S:g} s") from None
+        raise LaunchError(
+            f"could not {what}: `{' '.join(argv[:3])} ...` took over {STARTUP_TIMEOUT_S:g} s"
+        ) from None
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
         raise LaunchError(f"could not {what} (exit {done.returncode}):\n{tail}")
@@ -212,66 +219,60 @@ def _run(argv: list[str], env: dict[str, str], *, what: str) -> str:
 # ---------------------------------------------------------------- processes
 
 
-def cluster_processes(temp_dir: str, pids: Iterable[int] = ()) -> list[psutil.Process]:
+def cluster_processes(temp_dir: str) -> list[Any]:
     """Every live process of the cluster rooted at ``temp_dir`` (never another cluster's).
 
-    A process belongs when its command line names the temp dir, when it holds a file open
-    inside it (workers redirect stdout there), or when it descends from such a process.
+    A process belongs when its command line names the temp dir (GCS, raylets, dashboard,
+    log monitors) or when it descends from such a process (agents and workers, which rename
+    themselves ``ray::...``). The temp dir is unique to the state file, so this never matches
+    another cluster. Collected before any signal, so orphans cannot escape.
     """
     marker = str(temp_dir).rstrip("/")
-    found: dict[int, psutil.Process] = {}
-    me = os.getpid()
-    for proc in psutil.process_iter(["pid", "cmdline", "uids"]):
-        if proc.pid == me:
-            continue
-        try:
-            cmdline = proc.info["cmdline"] or []
-            if any(arg == marker or marker + "/" in arg or arg.endswith("=" + marker) for arg in cmdline):
-                found[proc.pid] = proc
-            elif proc.info["uids"] and proc.info["uids"].real == os.getuid():
-                if any(f.path.startswith(marker + "/") for f in proc.open_files()):
-                    found[proc.pid] = proc
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    for pid in pids:
-        if pid not in found and pid != me and psutil.pid_exists(pid):
-            try:
-                proc = psutil.Process(pid)
-                if any(marker in arg for arg in proc.cmdline()):
-                    found[pid] = proc
-            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-                continue
+    found = {p.pid: p for p in processes.marked(marker)}
     for proc in list(found.values()):
-        try:
-            for child in proc.children(recursive=True):
-                found.setdefault(child.pid, child)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
+        found.update({child.pid: child for child in processes.descendants(proc.pid)})
     return sorted(found.values(), key=lambda p: p.pid)
 
 
-def stop_processes(procs: list[psutil.Process], grace_s: float = KILL_GRACE_S) -> dict[str, int]:
-    """SIGTERM each process, SIGKILL those alive after ``grace_s``; counts of each."""
+def _signal(procs: Iterable[Any], sig: int) -> None:
     for proc in procs:
         try:
-            proc.send_signal(signal.SIGTERM)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-    _, alive = psutil.wait_procs(procs, timeout=grace_s)
-    for proc in alive:
-        try:
-            proc.kill()
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-    psutil.wait_procs(alive, timeout=5)
-    return {"terminated": len(procs) - len(alive), "killed": len(alive)}
+            proc.send_signal(sig)
+        except Exception:  # noqa: BLE001, S112 - already gone (psutil.NoSuchProcess) or not ours
+            continue
+
+
+def stop_processes(procs: list[Any], grace_s: float = KILL_GRACE_S) -> dict[str, int]:
+    """SIGTERM each process, SIGKILL those alive after ``grace_s``; counts of each."""
+    _signal(procs, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and processes.alive(procs):
+        time.sleep(0.2)
+    left = processes.alive(procs)
+    _signal(left, signal.SIGKILL)
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and processes.alive(left):
+        time.sleep(0.1)
+    return {"terminated": len(procs) - len(left), "killed": len(left)}
 
 
 def local_addresses() -> set[str]:
-    """IP addresses of this machine (a cluster whose nodes all have one is local)."""
+    """IP addresses of this machine (a cluster whose nodes all have one is local).
+
+    Includes the address of the default route's interface, which is what Ray registers
+    nodes with (a UDP ``connect`` sends nothing).
+    """
     addresses = {"127.0.0.1", "::1", "localhost"}
-    for entries in psutil.net_if_addrs().values():
-        addresses.update(e.address.split("%")[0] for e in entries if e.family in (socket.AF_INET, socket.AF_INET6))
+    try:
+        addresses.update(info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None))
+    except OSError:
+        pass
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+            addresses.add(probe.getsockname()[0])
+        except OSError:
+            pass
     return addresses
 
 
@@ -280,7 +281,10 @@ def local_addresses() -> set[str]:
 
 def _alive(state: ClusterState) -> bool:
     try:
-        return any(n.alive for n in ray_client.list_nodes(state.dashboard_url, ray_client.auth_token(), 5.0))
+        return any(
+            n.alive
+            for n in ray_client.list_nodes(state.dashboard_url, ray_client.auth_token(), 5.0)
+        )
     except LaunchError:
         return False
 
@@ -341,14 +345,31 @@ def up(
     )
     _save_state(state, state_file)  # written first so `down` can clean up a failed start
     try:
-        common = dict(temp_dir=temp_dir, cpus=cpus_per_node, devices=devices_per_node, device_resource=device_resource)
-        _run(start_command(ports=head_ports, head_address=None, **common), env, what="start the Ray head")
+        common = {
+            "temp_dir": temp_dir,
+            "cpus": cpus_per_node,
+            "devices": devices_per_node,
+            "device_resource": device_resource,
+        }
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                _run(
+                    start_command(ports=head_ports, head_address=None, **common),
+                    env,
+                    what="start the Ray head",
+                )
+                break
+            except LaunchError:
+                if attempt == START_ATTEMPTS:
+                    raise
+                stop_processes(cluster_processes(str(temp_dir)), grace_s=5.0)
+                head_ports = node_ports(True, taken)
+                state.ports = [head_ports]
+                state.dashboard_url = f"http://127.0.0.1:{head_ports['dashboard-port']}"
+                _save_state(state, state_file)
         state.gcs_address = _gcs_address(temp_dir, head_ports["port"])
         for _ in range(nodes - 1):
-            ports = node_ports(False, taken)
-            state.ports.append(ports)
-            _save_state(state, state_file)
-            _run(start_command(ports=ports, head_address=state.gcs_address, **common), env, what="start a Ray node")
+            _start_node(state, state_file, taken, env, common)
         _wait_for_nodes(state.dashboard_url, nodes, STARTUP_TIMEOUT_S)
     except BaseException:
         down(state_file)
@@ -356,6 +377,35 @@ def up(
     state.pids = [p.pid for p in cluster_processes(state.temp_dir)]
     _save_state(state, state_file)
     return state
+
+
+def _start_node(
+    state: ClusterState,
+    state_file: Path,
+    taken: set[int],
+    env: dict[str, str],
+    common: dict[str, Any],
+) -> None:
+    """Start one more node, retrying with fresh ports.
+
+    On a busy 2-core machine a node can still time out during start-up (Ray's own 30 s wait);
+    the next attempt usually gets through.
+    """
+    for attempt in range(1, START_ATTEMPTS + 1):
+        ports = node_ports(False, taken)
+        state.ports.append(ports)
+        _save_state(state, state_file)
+        try:
+            _run(
+                start_command(ports=ports, head_address=state.gcs_address, **common),
+                env,
+                what="start a Ray node",
+            )
+            return
+        except LaunchError:
+            if attempt == START_ATTEMPTS:
+                raise
+            time.sleep(2.0)
 
 
 def _gcs_address(temp_dir: Path, port: int) -> str:
@@ -394,7 +444,9 @@ def status(state_file: Path | None = None) -> ClusterStatus:
     """The recorded cluster and what its dashboard says about its nodes now."""
     state = load_state(state_file)
     if state is None:
-        return ClusterStatus(None, [], False, f"no local cluster recorded in {state_file or default_state_file()}")
+        return ClusterStatus(
+            None, [], False, f"no local cluster recorded in {state_file or default_state_file()}"
+        )
     try:
         found = ray_client.list_nodes(state.dashboard_url, ray_client.auth_token(), 10.0)
     except LaunchError as exc:
@@ -408,6 +460,6 @@ def down(state_file: Path | None = None, grace_s: float = KILL_GRACE_S) -> dict[
     state = load_state(state_file)
     if state is None:
         return {"terminated": 0, "killed": 0}
-    counts = stop_processes(cluster_processes(state.temp_dir, state.pids), grace_s)
+    counts = stop_processes(cluster_processes(state.temp_dir), grace_s)
     state_file.unlink(missing_ok=True)
     return counts

@@ -22,9 +22,10 @@ import json
 import os
 import urllib.error
 import urllib.request
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Mapping
+from typing import Any
 
 from workbook.errors import LaunchError, RunFailed
 
@@ -89,7 +90,9 @@ def _get_json(url: str, token: str | None, timeout_s: float) -> Any:
             ) from None
         if exc.code == 403:
             raise LaunchError(f"{url}: the cluster rejected the Ray auth token") from None
-        raise LaunchError(f"{url}: HTTP {exc.code} {exc.reason}") from None
+        raise LaunchError(
+            f"{url}: HTTP {exc.code} {exc.reason} (is this the Ray dashboard/job server address?)"
+        ) from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise LaunchError(
@@ -135,7 +138,9 @@ def list_nodes(url: str, token: str | None, timeout_s: float = 10.0) -> list[Nod
     try:
         rows = data["data"]["result"]["result"]
     except (KeyError, TypeError):
-        raise LaunchError(f"{url}: unexpected answer from the node list: {str(data)[:200]}") from None
+        raise LaunchError(
+            f"{url}: unexpected answer from the node list: {str(data)[:200]}"
+        ) from None
     return [
         NodeInfo(
             node_id=str(row.get("node_id", "")),
@@ -146,6 +151,13 @@ def list_nodes(url: str, token: str | None, timeout_s: float = 10.0) -> list[Nod
         )
         for row in rows
     ]
+
+
+def _ray_errors() -> tuple[type[BaseException], ...]:
+    """What Ray's job SDK raises: bare RuntimeError, requests' OSErrors, RayError subclasses."""
+    from ray.exceptions import RayError
+
+    return (RuntimeError, OSError, ValueError, RayError)
 
 
 @dataclass(frozen=True)
@@ -177,14 +189,14 @@ class JobsClient:
         self._sdk = sdk
 
     @classmethod
-    def connect(cls, url: str, token: str | None, timeout_s: float = 5.0) -> "JobsClient":
+    def connect(cls, url: str, token: str | None, timeout_s: float = 5.0) -> JobsClient:
         probe(url, token, timeout_s)
         from ray.job_submission import JobSubmissionClient
 
         headers = {"Authorization": f"Bearer {token}"} if token else None
         try:
             sdk = JobSubmissionClient(url, headers=headers)
-        except Exception as exc:  # Ray raises bare RuntimeError/ConnectionError here
+        except _ray_errors() as exc:  # Ray raises bare RuntimeError/ConnectionError here
             raise LaunchError(f"cannot open a Ray job client for {url}: {exc}") from None
         return cls(url, token, sdk)
 
@@ -198,13 +210,13 @@ class JobsClient:
                     entrypoint=entrypoint, submission_id=submission_id, runtime_env=runtime_env
                 )
             )
-        except Exception as exc:
+        except _ray_errors() as exc:
             raise LaunchError(f"Ray refused the job {submission_id}: {exc}") from None
 
     def state(self, job_id: str) -> JobState:
         try:
             info = self._sdk.get_job_info(job_id)
-        except Exception as exc:
+        except _ray_errors() as exc:
             raise RunFailed(f"cannot read the status of Ray job {job_id}: {exc}") from None
         status = getattr(info.status, "value", info.status)
         return JobState(
@@ -220,13 +232,13 @@ class JobsClient:
         """The job's whole log so far (authoritative; the tail may drop)."""
         try:
             return str(self._sdk.get_job_logs(job_id))
-        except Exception as exc:
+        except _ray_errors() as exc:
             raise RunFailed(f"cannot read the log of Ray job {job_id}: {exc}") from None
 
     def stop(self, job_id: str) -> bool:
         try:
             return bool(self._sdk.stop_job(job_id))
-        except Exception as exc:
+        except _ray_errors() as exc:
             raise RunFailed(f"cannot stop Ray job {job_id}: {exc}") from None
 
     async def tail(self, job_id: str) -> AsyncIterator[str]:

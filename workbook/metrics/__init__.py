@@ -1,9 +1,9 @@
 """Metrics from any verl log, live and after the fact, and why a run failed.
 
-    load_metrics(path)          a console log, a file-logger JSONL file or a run directory -> RunMetrics
-    LiveReader(path).poll()     steps of a growing run.log / metrics.jsonl / run directory
-    ChunkReader().feed(text)    steps of streamed output (Ray job log tails, a subprocess pipe)
-    diagnose(log, exit_code=)   Diagnosis: status, category, summary, evidence, last_step
+load_metrics(path)          a console log, a file-logger JSONL file or a run directory -> RunMetrics
+LiveReader(path).poll()     steps of a growing run.log / metrics.jsonl / run directory
+ChunkReader().feed(text)    steps of streamed output (Ray job log tails, a subprocess pipe)
+diagnose(log, exit_code=)   Diagnosis: status, category, summary, evidence, last_step
 """
 
 from workbook.metrics.diagnosis import Diagnosis, diagnose
@@ -12,5 +12,12 @@ from workbook.metrics.loading import load_metrics
 from workbook.metrics.model import RunMetrics
 from workbook.metrics.names import canonical_name
 
-__all__ = ["ChunkReader", "Diagnosis", "LiveReader", "RunMetrics", "canonical_name", "diagnose",
-           "load_metrics"]
+__all__ = [
+    "ChunkReader",
+    "Diagnosis",
+    "LiveReader",
+    "RunMetrics",
+    "canonical_name",
+    "diagnose",
+    "load_metrics",
+]

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from workbook.errors import MetricsError
 from workbook.metrics.console import ConsoleParser, clean, ray_prefix, strip_prefix
 from workbook.metrics.lines import iter_lines
 from workbook.metrics.loading import is_jsonl_file, load_metrics
@@ -29,8 +30,15 @@ from workbook.runs import RUN_FILES, RunDir
 
 STATUSES = ("succeeded", "failed", "incomplete")
 # Most specific first: the first category present among fatal signals is the root cause.
-PRIORITY = ("config_error", "import_error", "oom", "collective_timeout", "python_exception",
-            "worker_died", "killed")
+PRIORITY = (
+    "config_error",
+    "import_error",
+    "oom",
+    "collective_timeout",
+    "python_exception",
+    "worker_died",
+    "killed",
+)
 CATEGORIES = PRIORITY + ("unknown", "none")
 LABELS = {
     "oom": "Out of memory",
@@ -43,49 +51,81 @@ LABELS = {
     "unknown": "Failed without a recognisable error in the log",
     "none": "No failure",
 }
-KILL_EXIT_CODES = {-9: "SIGKILL", -15: "SIGTERM", -2: "SIGINT", 130: "SIGINT", 137: "SIGKILL",
-                   143: "SIGTERM"}
+KILL_EXIT_CODES = {
+    -9: "SIGKILL",
+    -15: "SIGTERM",
+    -2: "SIGINT",
+    130: "SIGINT",
+    137: "SIGKILL",
+    143: "SIGTERM",
+}
 STOP_STATUSES = ("stopped", "timeout")
 MAX_EVIDENCE = 6
 MAX_LINE = 400
 MAX_SIGNALS = 5000
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("config_error", re.compile(
-        r"Could not override '|Could not append to config|is not in struct|Key '[^']+' not in '"
-        r"|omegaconf\.errors\.\w+|ConfigKeyError|ConfigAttributeError|ConfigTypeError"
-        r"|ConfigCompositionException|OverrideParseException|Error parsing override"
-        r"|Error merging override|MissingConfigException|Cannot find primary config"
-        r"|Missing mandatory value|could not be converted to (?:Integer|Float|Boolean)"
-        r"|Total available [GN]PUs \d+ is less than total desired [GN]PUs \d+")),
-    ("oom", re.compile(
-        r"OutOfMemoryError|CUDA out of memory|NPU out of memory|CUDA error: out of memory"
-        r"|out of memory\. Tried to allocate|killed due to the node running low on memory"
-        r"|killed due to memory pressure|No available memory for the cache blocks"
-        r"|\bEL0004\b|^(?:\w+\.)*MemoryError\b")),
-    ("collective_timeout", re.compile(
-        r"Watchdog caught collective operation timeout|watchdog thread terminated with exception"
-        r"|\bEI000[2-6]\b|NCCL communicator was aborted|Some NCCL operations have failed or timed out"
-        r"|ProcessGroup[NH]CCL.{0,200}(?:[Tt]imed? ?out|[Tt]imeout)|\[c10d\].{0,200}timed out"
-        r"|DistStoreError.{0,200}[Tt]imed out|socket has timed out|Socket Timeout"
-        r"|ncclSystemError|ncclInternalError|ncclRemoteError|HCCL.{0,80}[Tt]ime ?out"
-        r"|wait socket establish timeout")),
-    ("worker_died", re.compile(
-        r"ActorDiedError|RayActorError|The actor died unexpectedly|The actor is dead because"
-        r"|A worker died or was killed while executing a task|WorkerCrashedError|NodeDiedError"
-        r"|marked dead because the detector has missed too many heartbeats|LocalRayletDiedError"
-        r"|ActorUnavailableError|Worker exit type: SYSTEM_ERROR")),
+    (
+        "config_error",
+        re.compile(
+            r"Could not override '|Could not append to config|is not in struct|Key '[^']+' not in '"
+            r"|omegaconf\.errors\.\w+|ConfigKeyError|ConfigAttributeError|ConfigTypeError"
+            r"|ConfigCompositionException|OverrideParseException|Error parsing override"
+            r"|Error merging override|MissingConfigException|Cannot find primary config"
+            r"|Missing mandatory value|could not be converted to (?:Integer|Float|Boolean)"
+            r"|Total available [GN]PUs \d+ is less than total desired [GN]PUs \d+"
+        ),
+    ),
+    (
+        "oom",
+        re.compile(
+            r"OutOfMemoryError|CUDA out of memory|NPU out of memory|CUDA error: out of memory"
+            r"|out of memory\. Tried to allocate|killed due to the node running low on memory"
+            r"|killed due to memory pressure|No available memory for the cache blocks"
+            r"|\bEL0004\b|^(?:\w+\.)*MemoryError\b"
+        ),
+    ),
+    (
+        "collective_timeout",
+        re.compile(
+            r"Watchdog caught collective operation timeout"
+            r"|watchdog thread terminated with exception|\bEI000[2-6]\b"
+            r"|NCCL communicator was aborted|Some NCCL operations have failed or timed out"
+            r"|ProcessGroup[NH]CCL.{0,200}(?:[Tt]imed? ?out|[Tt]imeout)|\[c10d\].{0,200}timed out"
+            r"|DistStoreError.{0,200}[Tt]imed out|socket has timed out|Socket Timeout"
+            r"|ncclSystemError|ncclInternalError|ncclRemoteError|HCCL.{0,80}[Tt]ime ?out"
+            r"|wait socket establish timeout"
+        ),
+    ),
+    (
+        "worker_died",
+        re.compile(
+            r"ActorDiedError|RayActorError|The actor died unexpectedly|The actor is dead because"
+            r"|A worker died or was killed while executing a task|WorkerCrashedError|NodeDiedError"
+            r"|marked dead because the detector has missed too many heartbeats|LocalRayletDiedError"
+            r"|ActorUnavailableError|Worker exit type: SYSTEM_ERROR"
+        ),
+    ),
     ("killed", re.compile(r"^Killed\s*$|^Terminated\s*$|received signal SIGTERM|Received SIGTERM")),
 )
-_IMPORT_RE = re.compile(r"^(?:ModuleNotFoundError|ImportError)\b|RayTaskError\((?:ModuleNotFoundError|ImportError)\)")
+_IMPORT_RE = re.compile(
+    r"^(?:ModuleNotFoundError|ImportError)\b|RayTaskError\((?:ModuleNotFoundError|ImportError)\)"
+)
 _EXCEPTION_RE = re.compile(
     r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Iteration))"
-    r"(?:\((?P<inner>[\w.]+)\))?(?::|$)")
+    r"(?:\((?P<inner>[\w.]+)\))?(?::|$)"
+)
+# Frames of verl's config validation: an exception raised there is a bad setting, not a bug.
+_CONFIG_FRAME_RE = re.compile(
+    r"/verl/(?:utils/config\.py|workers/config/|trainer/config/)"
+    r"|in (?:validate_config|omega_conf_to_dataclass)\b"
+)
 _WRAPPER_RE = re.compile(r"^ray\.exceptions\.RayTaskError\b|^Error executing job with overrides")
 _TASK_RE = re.compile(r"ray::([\w.<>]+)\(")
 _QUICK = re.compile(
     r"rror|xception|Traceback|memory|Memory|EI00|EL00|[Tt]imed? ?out|[Ww]atchdog|died|dead|"
-    r"override|struct|GPUs|NPUs|Killed|Terminated|SIGTERM|ncclS|ncclI|ncclR|HCCL|config")
+    r"override|struct|GPUs|NPUs|Killed|Terminated|SIGTERM|ncclS|ncclI|ncclR|HCCL|config"
+)
 
 
 @dataclass
@@ -112,8 +152,13 @@ class Diagnosis:
     last_step: int | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {"status": self.status, "category": self.category, "summary": self.summary,
-                "evidence": list(self.evidence), "last_step": self.last_step}
+        return {
+            "status": self.status,
+            "category": self.category,
+            "summary": self.summary,
+            "evidence": list(self.evidence),
+            "last_step": self.last_step,
+        }
 
 
 class Diagnoser:
@@ -125,6 +170,12 @@ class Diagnoser:
         self.signals: list[Signal] = []
         self._steps = ConsoleParser(wraps=False)
         self._trace: dict[str, int] = {}  # prefix -> 0 none, 1 in traceback, 2 after exception line
+        self._config_frames: set[str] = (
+            set()
+        )  # prefixes whose current traceback went through config code
+        self._chained: set[str] = (
+            set()
+        )  # prefixes between "The above exception..." and its traceback
         self._task: dict[str, str] = {}
 
     def feed(self, raw: str) -> None:
@@ -142,17 +193,33 @@ class Diagnoser:
         if task and "RayTaskError" in content:
             self._task[prefix] = task.group(1)
         exception = self._track_traceback(prefix, content)
-        category = self._classify(content, exception)
+        category = self._classify(content, exception, prefix in self._config_frames)
         if category is not None and len(self.signals) < MAX_SIGNALS:
-            self.signals.append(Signal(
-                self.lineno, category, line.strip()[:MAX_LINE], content.strip()[:MAX_LINE],
-                self.max_step, not _WRAPPER_RE.match(content), self._task.get(prefix)))
+            self.signals.append(
+                Signal(
+                    self.lineno,
+                    category,
+                    line.strip()[:MAX_LINE],
+                    content.strip()[:MAX_LINE],
+                    self.max_step,
+                    not _WRAPPER_RE.match(content),
+                    self._task.get(prefix),
+                )
+            )
 
     def _track_traceback(self, prefix: str, content: str) -> bool:
-        """Follow Python (and Ray's chained) tracebacks; True when this line is an exception line."""
+        """Follow Python (and Ray's chained) tracebacks; True for an exception line."""
         state = self._trace.get(prefix, 0)
         if content.startswith("Traceback (most recent call last)"):
+            if (
+                prefix not in self._chained
+            ):  # a chained traceback ("direct cause of") keeps the context
+                self._config_frames.discard(prefix)
+            self._chained.discard(prefix)
             self._trace[prefix] = 1
+            return False
+        if content.startswith(("The above exception", "During handling of the above")):
+            self._chained.add(prefix)
             return False
         if state == 0:
             return bool(_EXCEPTION_RE.match(content)) and "." in content.split(":", 1)[0]
@@ -160,6 +227,8 @@ class Diagnoser:
             if state == 2 and not content.lstrip().startswith('File "'):
                 self._trace.pop(prefix, None)
                 return False
+            if _CONFIG_FRAME_RE.search(content):
+                self._config_frames.add(prefix)
             self._trace[prefix] = 1
             return False
         if _EXCEPTION_RE.match(content):
@@ -169,16 +238,24 @@ class Diagnoser:
         return False
 
     @staticmethod
-    def _classify(content: str, exception: bool) -> str | None:
+    def _classify(content: str, exception: bool, in_config_code: bool) -> str | None:
         for category, pattern in _PATTERNS:
             if pattern.search(content):
                 return category
         if exception:
-            return "import_error" if _IMPORT_RE.search(content) else "python_exception"
+            if _IMPORT_RE.search(content):
+                return "import_error"
+            return "config_error" if in_config_code else "python_exception"
         return None
 
-    def result(self, *, exit_code: int | None = None, metrics: RunMetrics | None = None,
-               expected_steps: int | None = None, status: str | None = None) -> Diagnosis:
+    def result(
+        self,
+        *,
+        exit_code: int | None = None,
+        metrics: RunMetrics | None = None,
+        expected_steps: int | None = None,
+        status: str | None = None,
+    ) -> Diagnosis:
         """The verdict given what the log said and how the process ended."""
         for row in self._steps.finish():
             self.max_step = row.step if self.max_step is None else max(self.max_step, row.step)
@@ -187,36 +264,60 @@ class Diagnoser:
         clean_exit = exit_code == 0 and status not in STOP_STATUSES + ("failed",)
         if clean_exit:
             if expected_steps is not None and (last_step is None or last_step < expected_steps):
-                return Diagnosis("incomplete", "none",
-                                 f"Exited 0 but reached step {last_step} of {expected_steps}", [], last_step)
-            return Diagnosis("succeeded", "none", f"Succeeded; {_step_text(last_step)}", [], last_step)
+                return Diagnosis(
+                    "incomplete",
+                    "none",
+                    f"Exited 0 but reached step {last_step} of {expected_steps}",
+                    [],
+                    last_step,
+                )
+            return Diagnosis(
+                "succeeded", "none", f"Succeeded; {_step_text(last_step)}", [], last_step
+            )
         fatal = [s for s in self.signals if s.step_before == self.max_step]
         failed = (exit_code is not None and exit_code != 0) or status in STOP_STATUSES + ("failed",)
         if stopped:
             ooms = [s for s in fatal if s.category == "oom"]
             if ooms:
                 return self._verdict("oom", ooms, last_step)
-            how = f"exit code {exit_code}" + (f" ({KILL_EXIT_CODES[exit_code]})" if exit_code in KILL_EXIT_CODES else "")
+            how = f"exit code {exit_code}" + (
+                f" ({KILL_EXIT_CODES[exit_code]})" if exit_code in KILL_EXIT_CODES else ""
+            )
             if status in STOP_STATUSES:
                 how = f"run {status}" + (f", {how}" if exit_code is not None else "")
             lines = [s.text for s in fatal if s.category == "killed"][: MAX_EVIDENCE - 1]
-            return Diagnosis("failed", "killed", f"{LABELS['killed']}: {how}; {_step_text(last_step)}",
-                             [how] + lines, last_step)
+            return Diagnosis(
+                "failed",
+                "killed",
+                f"{LABELS['killed']}: {how}; {_step_text(last_step)}",
+                [how] + lines,
+                last_step,
+            )
         if fatal or failed:
             candidates = fatal or self.signals
             for category in PRIORITY:
                 chosen = [s for s in candidates if s.category == category]
                 if chosen:
                     return self._verdict(category, chosen, last_step)
-            return Diagnosis("failed", "unknown",
-                             f"{LABELS['unknown']} (exit code {exit_code}); {_step_text(last_step)}",
-                             [], last_step)
+            return Diagnosis(
+                "failed",
+                "unknown",
+                f"{LABELS['unknown']} (exit code {exit_code}); {_step_text(last_step)}",
+                [],
+                last_step,
+            )
         if expected_steps is not None and last_step is not None and last_step >= expected_steps:
-            return Diagnosis("succeeded", "none", f"Reached step {last_step} of {expected_steps}", [], last_step)
+            return Diagnosis(
+                "succeeded", "none", f"Reached step {last_step} of {expected_steps}", [], last_step
+            )
         target = f" of {expected_steps}" if expected_steps is not None else ""
-        return Diagnosis("incomplete", "none",
-                         f"No exit status and no fatal error in the log; {_step_text(last_step)}{target}",
-                         [], last_step)
+        return Diagnosis(
+            "incomplete",
+            "none",
+            f"No exit status and no fatal error in the log; {_step_text(last_step)}{target}",
+            [],
+            last_step,
+        )
 
     @staticmethod
     def _verdict(category: str, signals: list[Signal], last_step: int | None) -> Diagnosis:
@@ -225,14 +326,23 @@ class Diagnoser:
         summary = f"{LABELS[category]}: {primary.content[:200]}{where}; {_step_text(last_step)}"
         evidence = [primary.text]
         for signal in signals:
-            if signal is not primary and signal.text not in evidence and len(evidence) < MAX_EVIDENCE:
+            if (
+                signal is not primary
+                and signal.text not in evidence
+                and len(evidence) < MAX_EVIDENCE
+            ):
                 evidence.append(signal.text)
         return Diagnosis("failed", category, summary, evidence, last_step)
 
 
-def diagnose(log: Path | str | Iterable[str], *, exit_code: int | None = None,
-             metrics: RunMetrics | None = None, expected_steps: int | None = None,
-             status: str | None = None) -> Diagnosis:
+def diagnose(
+    log: Path | str | Iterable[str],
+    *,
+    exit_code: int | None = None,
+    metrics: RunMetrics | None = None,
+    expected_steps: int | None = None,
+    status: str | None = None,
+) -> Diagnosis:
     """Diagnose a run from its console log, a metrics JSONL file, a run directory or lines.
 
     ``status`` is the launcher's terminal status when known (``stopped``/``timeout`` mean the
@@ -244,11 +354,15 @@ def diagnose(log: Path | str | Iterable[str], *, exit_code: int | None = None,
     lines: Iterable[str] = ()
     if isinstance(log, (str, Path)):
         path = Path(log)
+        if not path.exists():
+            raise MetricsError(f"{path}: no such file or directory")
         if path.is_dir():
             record = RunDir(path).read_json("run")
             exit_code = exit_code if exit_code is not None else record.get("exit_code")
             status = status if status is not None else record.get("status")
-            if metrics is None and ((path / RUN_FILES["metrics"]).is_file() or (path / RUN_FILES["log"]).is_file()):
+            if metrics is None and (
+                (path / RUN_FILES["metrics"]).is_file() or (path / RUN_FILES["log"]).is_file()
+            ):
                 metrics = load_metrics(path)
             if (path / RUN_FILES["log"]).is_file():
                 lines = iter_lines(path / RUN_FILES["log"])
@@ -260,8 +374,9 @@ def diagnose(log: Path | str | Iterable[str], *, exit_code: int | None = None,
         lines = log
     for line in lines:
         diagnoser.feed(line)
-    return diagnoser.result(exit_code=exit_code, metrics=metrics, expected_steps=expected_steps,
-                            status=status)
+    return diagnoser.result(
+        exit_code=exit_code, metrics=metrics, expected_steps=expected_steps, status=status
+    )
 
 
 def _step_text(step: int | None) -> str:

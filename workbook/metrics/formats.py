@@ -9,8 +9,14 @@ from typing import IO, Iterator
 
 from workbook.metrics.model import RunMetrics
 
-HEADLINE = ("actor/pg_loss", "actor/pg_clipfrac", "critic/score/mean", "timing_s/step",
-            "timing_s/gen", "perf/throughput")
+HEADLINE = (
+    "actor/pg_loss",
+    "actor/pg_clipfrac",
+    "critic/score/mean",
+    "timing_s/step",
+    "timing_s/gen",
+    "perf/throughput",
+)
 
 
 def jsonl_lines(run: RunMetrics) -> Iterator[str]:

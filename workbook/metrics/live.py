@@ -78,10 +78,14 @@ class _Merger:
             values = row.values
             if stream.kind != "jsonl":
                 known = self.metrics.sources.get(row.step, {})
-                values = {k: v for k, v in values.items() if not known.get(k, "").startswith(JSONL_SOURCE)}
+                values = {
+                    k: v for k, v in values.items() if not known.get(k, "").startswith(JSONL_SOURCE)
+                }
             if not values:
                 continue
-            changed = self.metrics.put_many(row.step, values, f"{stream.source}:{row.line}", row.originals)
+            changed = self.metrics.put_many(
+                row.step, values, f"{stream.source}:{row.line}", row.originals, changes=True
+            )
             if changed:
                 out.setdefault(row.step, {}).update(changed)
 
@@ -172,8 +176,13 @@ class LiveReader:
             self._merger.add(follower.stream, rows, out)
         return list(out.items())
 
-    def follow(self, *, interval: float = 0.25, done: Callable[[], bool] | None = None,
-               timeout: float | None = None) -> Iterator[StepUpdate]:
+    def follow(
+        self,
+        *,
+        interval: float = 0.25,
+        done: Callable[[], bool] | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[StepUpdate]:
         """Yield steps as they complete until ``done()`` is true (then drain) or ``timeout``."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:

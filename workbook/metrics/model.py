@@ -30,15 +30,17 @@ class RunMetrics:
         if original is not None and original != name:
             self.original_names[name] = original
 
-    def put_many(self, step: int, data: dict[str, float], source: str,
-                 originals: dict[str, str] | None = None) -> dict[str, float]:
+    def put_many(
+        self, step: int, data: dict[str, float], source: str,
+        originals: dict[str, str] | None = None, *, changes: bool = False,
+    ) -> dict[str, float]:
         """Record one logged line's values at once (the readers' fast path).
 
-        Returns the values that are new or changed, so a live reader yields a duplicated line
-        (Ray job logs can repeat the trainer's lines) only once.
+        With ``changes=True`` returns the values that are new or changed, so a live reader
+        yields a duplicated line (Ray job logs can repeat the trainer's lines) only once.
         """
         mine = self.steps.setdefault(step, {})
-        changed = {k: v for k, v in data.items() if not _same(mine.get(k), v)}
+        changed = {k: v for k, v in data.items() if not _same(mine.get(k), v)} if changes else {}
         mine.update(data)
         self.sources.setdefault(step, {}).update(dict.fromkeys(data, source))
         if originals:

@@ -55,7 +55,7 @@ def canonical(name: str) -> Canonical:
         found = Canonical(name)
         for old, new, scale in _PREFIXES:
             if name.startswith(old):
-                found = Canonical(new + name[len(old):], scale)
+                found = Canonical(new + name[len(old) :], scale)
                 break
     if len(_cache) < 100_000:  # names repeat every step; bound the cache against garbage keys
         _cache[name] = found
@@ -65,3 +65,37 @@ def canonical(name: str) -> Canonical:
 def canonical_name(name: str) -> str:
     """Just the canonical name, for callers that look metrics up (checks, plots, baselines)."""
     return canonical(name).name
+
+
+class KeyPlan(NamedTuple):
+    """How to turn one row's keys (in order) into canonical names, computed once per key set.
+
+    A run logs the same keys every step, so the readers look the plan up by the tuple of keys
+    instead of renaming key by key (the difference between 5 and 60 MB/s on a 1 GB log).
+    """
+
+    names: tuple[str, ...]
+    scales: tuple[tuple[int, float], ...]  # (position, factor) of the values to rescale
+    originals: dict[str, str]
+    valid: bool  # every key is a plausible metric name (no spaces, not empty)
+
+
+_plans: dict[tuple[str, ...], KeyPlan] = {}
+
+
+def plan_for(keys: tuple[str, ...]) -> KeyPlan:
+    """The cached :class:`KeyPlan` of a row's keys."""
+    plan = _plans.get(keys)
+    if plan is not None:
+        return plan
+    found = [canonical(k) for k in keys]
+    plan = KeyPlan(
+        tuple(c.name for c in found),
+        tuple((i, c.scale) for i, c in enumerate(found) if c.scale != 1.0),
+        {c.name: k for k, c in zip(keys, found) if c.name != k},
+        all(k and " " not in k and "\t" not in k for k in keys),
+    )
+    if len(_plans) >= 4096:  # bounded: a garbage log must not grow it forever
+        _plans.clear()
+    _plans[keys] = plan
+    return plan

@@ -14,9 +14,10 @@ __all__ = ["Scenario", "assets_dir", "load_scenario", "validate_scenario"]
 
 
 def _checks_problems(s: Scenario, params_dir: Path) -> list[tuple[str, str]]:
-    from workbook.checks.spec import parse_checks
+    from workbook.checks.spec import parse_checks, step_problems
 
-    return parse_checks(s.checks, params_dir=params_dir)[1]
+    spec, problems = parse_checks(s.checks, params_dir=params_dir)
+    return problems + step_problems(spec, s.total_training_steps)
 
 
 def load_scenario(
@@ -52,7 +53,8 @@ def verl_problems(s: Scenario) -> list[tuple[str, str]]:
     from workbook.command.builder import build_plan
     from workbook.params.verl_config import check_overrides
 
-    plan = build_plan(s, Path("/tmp/wb-validate/run"))
+    # Only the overrides matter here; the run dir and plugin path are placeholders.
+    plan = build_plan(s, Path("/tmp/wb-validate/run"), plugin_path="/tmp/wb-validate/pythonpath")
     return check_overrides(plan.argv[3:])
 
 

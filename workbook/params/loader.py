@@ -22,9 +22,10 @@ _VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 
 
 def assets_dir() -> Path:
-    """Where ``workbook assets`` builds the tiny model and data."""
-    default = Path("~/.cache/verl-workbook/assets").expanduser()
-    return Path(os.environ.get("WORKBOOK_ASSETS", str(default))).expanduser()
+    """Where ``workbook assets`` builds the tiny model and data (``${WORKBOOK_ASSETS}`` in files)."""
+    from workbook.assets import ASSETS_VERSION, default_cache_dir
+
+    return default_cache_dir().resolve() / f"v{ASSETS_VERSION}"
 
 
 def expand(text: str, variables: Mapping[str, str]) -> str:

@@ -1,0 +1,1 @@
+"""Figures of a run: report panels (``panels``), trend charts, and the live view (``live``)."""

@@ -34,9 +34,16 @@ def in_kernel() -> bool:
 class LiveView:
     """Plots and a log tail that update in place in the notebook during a run."""
 
-    def __init__(self, *, clip_ratio_low: float | None = None, clip_ratio_high: float | None = None,
-                 enabled: bool | None = None) -> None:
-        self.title = "Live: policy loss, clip fraction" + clip_ratio_text(clip_ratio_low, clip_ratio_high)
+    def __init__(
+        self,
+        *,
+        clip_ratio_low: float | None = None,
+        clip_ratio_high: float | None = None,
+        enabled: bool | None = None,
+    ) -> None:
+        self.title = "Live: policy loss, clip fraction" + clip_ratio_text(
+            clip_ratio_low, clip_ratio_high
+        )
         self.enabled = in_kernel() if enabled is None else enabled
         self._id = uuid.uuid4().hex
         self._last_step: int | None = None
@@ -52,15 +59,21 @@ class LiveView:
         if tail and now - self._last_tail >= TAIL_INTERVAL_S:
             self._last_tail = now
             text = html.escape("\n".join(tail[-TAIL_LINES:]))
-            self._show("tail", f'<pre style="font-size:11px;max-height:16em;overflow:auto">{text}</pre>')
+            self._show(
+                "tail", f'<pre style="font-size:11px;max-height:16em;overflow:auto">{text}</pre>'
+            )
         step = metrics.last_step
         if step is None or step == self._last_step:
             return
         self._last_step = step
-        axes = [Axis(tuple(m for m in names if metrics.has(m)), unit) for names, unit in (
-            (("actor/pg_loss",), "loss"),
-            (("actor/pg_clipfrac",), "fraction of tokens"),
-            (("timing_s/gen", "timing_s/step"), "time (s)"))]
+        axes = [
+            Axis(tuple(m for m in names if metrics.has(m)), unit)
+            for names, unit in (
+                (("actor/pg_loss",), "loss"),
+                (("actor/pg_clipfrac",), "fraction of tokens"),
+                (("timing_s/gen", "timing_s/step"), "time (s)"),
+            )
+        ]
         axes = [a for a in axes if a.metrics]
         if not axes:
             return
@@ -84,7 +97,8 @@ class LiveView:
             handle.update(HTML(markup))  # type: ignore[attr-defined]
 
 
-def live_view(*, clip_ratio_low: float | None = None,
-              clip_ratio_high: float | None = None) -> LiveView:
+def live_view(
+    *, clip_ratio_low: float | None = None, clip_ratio_high: float | None = None
+) -> LiveView:
     """The live view ``launch()`` feeds (a no-op outside a kernel)."""
     return LiveView(clip_ratio_low=clip_ratio_low, clip_ratio_high=clip_ratio_high)

@@ -28,8 +28,15 @@ DASHES = ("-", "--", "-.", ":")
 DPI = 80
 WIDTH_IN, HEIGHT_IN = 7.5, 3.0
 # timing_s/* keys that are parts of another phase (or bookkeeping), not phases of a step
-NESTED_TIMINGS = {"step", "generate_sequences", "reshard", "start_profile", "stop_profile",
-                  "switch_wait", "agent_loop"}
+NESTED_TIMINGS = {
+    "step",
+    "generate_sequences",
+    "reshard",
+    "start_profile",
+    "stop_profile",
+    "switch_wait",
+    "agent_loop",
+}
 BAR_LIMIT = 60  # up to this many steps the phase breakdown is bars, beyond it a stacked area
 
 
@@ -65,42 +72,72 @@ class Panel:
     key: str
     title: str
     png: bytes
+    metrics: tuple[str, ...] = ()  # the metrics drawn, in legend order
 
 
 PANELS: tuple[PanelSpec, ...] = (
     PanelSpec("policy_loss", "Policy loss", (Axis(("actor/pg_loss",), "loss"),)),
-    PanelSpec("clip_fraction", "Clip fraction",
-              (Axis(("actor/pg_clipfrac", "actor/pg_clipfrac_lower"), "fraction of tokens"),)),
-    PanelSpec("rollout_timing", "Rollout time against step time",
-              (Axis(("timing_s/gen", "timing_s/step"), "time (s)"),)),
+    PanelSpec(
+        "clip_fraction",
+        "Clip fraction",
+        (Axis(("actor/pg_clipfrac", "actor/pg_clipfrac_lower"), "fraction of tokens"),),
+    ),
+    PanelSpec(
+        "rollout_timing",
+        "Rollout time against step time",
+        (Axis(("timing_s/gen", "timing_s/step"), "time (s)"),),
+    ),
     PanelSpec("reward", "Reward", (Axis(("critic/score/mean", "critic/rewards/mean"), "reward"),)),
-    PanelSpec("response_length", "Response length",
-              (Axis(("response_length/mean", "response_length/max", "response_length/min"),
-                    "length (tokens)"),)),
+    PanelSpec(
+        "response_length",
+        "Response length",
+        (
+            Axis(
+                ("response_length/mean", "response_length/max", "response_length/min"),
+                "length (tokens)",
+            ),
+        ),
+    ),
     PanelSpec("throughput", "Throughput", (Axis(("perf/throughput",), "tokens/s/device"),)),
-    PanelSpec("memory", "Peak accelerator memory (actor)",
-              (Axis(("actor/perf/max_memory_allocated_gb",), "memory (GB)"),)),
-    PanelSpec("critic", "Critic", (Axis(("critic/vf_loss",), "value loss"),
-                                   Axis(("critic/vf_clipfrac",), "fraction of tokens"))),
+    PanelSpec(
+        "memory",
+        "Peak accelerator memory (actor)",
+        (Axis(("actor/perf/max_memory_allocated_gb",), "memory (GB)"),),
+    ),
+    PanelSpec(
+        "critic",
+        "Critic",
+        (
+            Axis(("critic/vf_loss",), "value loss"),
+            Axis(("critic/vf_clipfrac",), "fraction of tokens"),
+        ),
+    ),
 )
 
 
-def build_panels(metrics: RunMetrics, *, clip_ratio_low: float | None = None,
-                 clip_ratio_high: float | None = None,
-                 bands: dict[str, Band] | None = None) -> list[Panel]:
+def build_panels(
+    metrics: RunMetrics,
+    *,
+    clip_ratio_low: float | None = None,
+    clip_ratio_high: float | None = None,
+    bands: dict[str, Band] | None = None,
+) -> list[Panel]:
     """Every panel the run's metrics allow, in report order (timing breakdown after timing)."""
     bands = bands or {}
     panels: list[Panel] = []
     for spec in PANELS:
-        axes = [Axis(tuple(m for m in ax.metrics if _drawable(metrics, m)), ax.ylabel)
-                for ax in spec.axes]
+        axes = [
+            Axis(tuple(m for m in ax.metrics if _drawable(metrics, m)), ax.ylabel)
+            for ax in spec.axes
+        ]
         axes = [ax for ax in axes if ax.metrics]
         if not axes:
             continue
         title = spec.title
         if spec.key == "clip_fraction":
             title += clip_ratio_text(clip_ratio_low, clip_ratio_high)
-        panels.append(Panel(spec.key, title, draw(metrics, title, axes, bands)))
+        drawn = tuple(m for ax in axes for m in ax.metrics)
+        panels.append(Panel(spec.key, title, draw(metrics, title, axes, bands), drawn))
         if spec.key == "rollout_timing":
             breakdown = timing_breakdown(metrics)
             if breakdown is not None:
@@ -109,12 +146,15 @@ def build_panels(metrics: RunMetrics, *, clip_ratio_low: float | None = None,
 
 
 def clip_ratio_text(low: float | None, high: float | None) -> str:
-    parts = [f"{name} {value:g}" for name, value in (("low", low), ("high", high)) if value is not None]
+    parts = [
+        f"{name} {value:g}" for name, value in (("low", low), ("high", high)) if value is not None
+    ]
     return f" (clip ratio {', '.join(parts)})" if parts else ""
 
 
-def draw(metrics: RunMetrics, title: str, axes: Sequence[Axis],
-         bands: dict[str, Band] | None = None) -> bytes:
+def draw(
+    metrics: RunMetrics, title: str, axes: Sequence[Axis], bands: dict[str, Band] | None = None
+) -> bytes:
     """One figure with one subplot per axis, each metric a line against the step."""
     bands = bands or {}
     fig, subplots = _figure(len(axes))
@@ -134,14 +174,17 @@ def regression_panel(metrics: RunMetrics, metric: str, band: Band, title: str) -
     """A failed check's metric against its baseline band (None when the run lacks the metric)."""
     if not metrics.has(metric):
         return None
-    return Panel(f"regression:{metric}", title, draw(metrics, title, [Axis((metric,), _unit(metric))],
-                                                     {metric: band}))
+    png = draw(metrics, title, [Axis((metric,), _unit(metric))], {metric: band})
+    return Panel(f"regression:{metric}", title, png, (metric,))
 
 
 def timing_breakdown(metrics: RunMetrics) -> Panel | None:
     """Stacked ``timing_s/*`` phases per step, the remainder of ``timing_s/step`` as "other"."""
-    phases = [n for n in metrics.names()
-              if n.startswith("timing_s/") and n.count("/") == 1 and n[9:] not in NESTED_TIMINGS]
+    phases = [
+        n
+        for n in metrics.names()
+        if n.startswith("timing_s/") and n.count("/") == 1 and n[9:] not in NESTED_TIMINGS
+    ]
     if not phases:
         return None
     steps = metrics.step_numbers
@@ -156,8 +199,16 @@ def timing_breakdown(metrics: RunMetrics) -> Panel | None:
         label, colour = name.removeprefix("timing_s/"), OKABE_ITO[i % len(OKABE_ITO)]
         hatch = ("", "//", "..", "xx", "\\\\", "oo", "++", "--")[(i // len(OKABE_ITO)) % 8]
         if len(steps) <= BAR_LIMIT:
-            ax.bar(steps, values, bottom=bottom, label=label, color=colour, hatch=hatch,
-                   edgecolor="white", linewidth=0.5)
+            ax.bar(
+                steps,
+                values,
+                bottom=bottom,
+                label=label,
+                color=colour,
+                hatch=hatch,
+                edgecolor="white",
+                linewidth=0.5,
+            )
         else:
             top = [b + v for b, v in zip(bottom, values)]
             ax.fill_between(steps, bottom, top, label=label, color=colour, hatch=hatch, linewidth=0)
@@ -166,28 +217,52 @@ def timing_breakdown(metrics: RunMetrics) -> Panel | None:
     _finish(ax)
     ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle("Where a step's time goes", fontsize=11)
-    return Panel("timing_breakdown", "Where a step's time goes", to_png(fig))
+    return Panel("timing_breakdown", "Where a step's time goes", to_png(fig), tuple(rows))
 
 
-def trend_chart(title: str, labels: Sequence[str], series: dict[str, list[float | None]],
-                units: dict[str, str], first_out: dict[str, int]) -> bytes:
+def trend_chart(
+    title: str,
+    labels: Sequence[str],
+    series: dict[str, list[float | None]],
+    units: dict[str, str],
+    first_out: dict[str, int],
+) -> bytes:
     """Headline numbers across runs (one subplot each); the first run outside its band is ringed."""
     names = [n for n, vals in series.items() if any(v is not None for v in vals)]
-    fig, subplots = _figure(max(len(names), 1), width=max(WIDTH_IN, 2.6 * len(names)), height=2.6)
+    fig, subplots = _figure(
+        max(len(names), 1), width=max(WIDTH_IN, 2.6 * len(names)), height=2.6, layout=None
+    )  # fixed margins: constrained layout doubles the cost
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.3, top=0.82, wspace=0.35)
     xs = list(range(len(labels)))
     for i, (ax, name) in enumerate(zip(subplots, names)):
         points = [(x, v) for x, v in zip(xs, series[name]) if v is not None and math.isfinite(v)]
         if points:
-            ax.plot([p[0] for p in points], [p[1] for p in points], color=OKABE_ITO[i % 8],
-                    marker=MARKERS[i % 8], markersize=4, markevery=_every(len(points)), linewidth=1.4)
+            ax.plot(
+                [p[0] for p in points],
+                [p[1] for p in points],
+                color=OKABE_ITO[i % 8],
+                marker=MARKERS[i % 8],
+                markersize=4,
+                markevery=_every(len(points)),
+                linewidth=1.4,
+            )
         if name in first_out and series[name][first_out[name]] is not None:
             x = first_out[name]
-            ax.plot([x], [series[name][x]], marker="o", markersize=12, markerfacecolor="none",
-                    markeredgecolor=OKABE_ITO[3], markeredgewidth=2,
-                    label=f"first out of band: {labels[x]}")
+            ax.plot(
+                [x],
+                [series[name][x]],
+                marker="o",
+                markersize=12,
+                markerfacecolor="none",
+                markeredgecolor=OKABE_ITO[3],
+                markeredgewidth=2,
+                label=f"first out of band: {labels[x]}",
+            )
             ax.legend(fontsize=7, frameon=False, loc="best")
         ax.set_title(name, fontsize=9)
         ax.set_ylabel(units.get(name, ""), fontsize=8)
+        ticks = xs[:: max(1, len(xs) // 6)]
+        ax.set_xticks(ticks, [labels[t] for t in ticks], rotation=30, ha="right")
         ax.set_xlabel("run (oldest to newest)", fontsize=8)
         ax.grid(True, alpha=0.3)
         ax.tick_params(labelsize=7)
@@ -205,23 +280,48 @@ def to_png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def _figure(count: int, width: float = WIDTH_IN, height: float = HEIGHT_IN) -> tuple[Figure, list]:
-    fig, axes = plt.subplots(1, count, figsize=(width if count == 1 else max(width, 4.2 * count), height),
-                             squeeze=False, layout="constrained")
+def _figure(
+    count: int,
+    width: float = WIDTH_IN,
+    height: float = HEIGHT_IN,
+    layout: str | None = "constrained",
+) -> tuple[Figure, list]:
+    fig, axes = plt.subplots(
+        1,
+        count,
+        figsize=(width if count == 1 else max(width, 4.2 * count), height),
+        squeeze=False,
+        layout=layout,
+    )
     return fig, list(axes[0])
 
 
 def _line(ax, series: dict[int, float], name: str, i: int) -> None:  # type: ignore[no-untyped-def]
     steps, values = list(series), list(series.values())
-    ax.plot(steps, values, label=name, color=OKABE_ITO[i % 8], marker=MARKERS[i % 8],
-            linestyle=DASHES[i % 4], markersize=4, linewidth=1.5, markevery=_every(len(steps)))
+    ax.plot(
+        steps,
+        values,
+        label=name,
+        color=OKABE_ITO[i % 8],
+        marker=MARKERS[i % 8],
+        linestyle=DASHES[i % 4],
+        markersize=4,
+        linewidth=1.5,
+        markevery=_every(len(steps)),
+    )
 
 
 def _band(ax, band: Band, series: dict[int, float], i: int) -> None:  # type: ignore[no-untyped-def]
     colour = OKABE_ITO[(i + 5) % 8]
     if band.series:
-        ax.plot(list(band.series), list(band.series.values()), color=colour, linestyle="--",
-                linewidth=1.2, label="baseline")
+        ax.plot(
+            list(band.series),
+            list(band.series.values()),
+            color=colour,
+            linestyle="--",
+            linewidth=1.2,
+            label="baseline",
+        )
     steps = list(series) or list(band.series)
     if band.window:
         steps = [s for s in steps if band.window[0] <= s <= band.window[1]] or steps
@@ -230,12 +330,25 @@ def _band(ax, band: Band, series: dict[int, float], i: int) -> None:  # type: ig
     lo, hi = band.low, band.high
     if lo is not None or hi is not None:
         ymin, ymax = ax.get_ylim()
-        ax.fill_between([min(steps), max(steps)] if len(steps) > 1 else [steps[0] - 0.4, steps[0] + 0.4],
-                        lo if lo is not None else ymin, hi if hi is not None else ymax,
-                        color=colour, alpha=0.25, hatch="//", label="allowed range")
+        ax.fill_between(
+            [min(steps), max(steps)] if len(steps) > 1 else [steps[0] - 0.4, steps[0] + 0.4],
+            lo if lo is not None else ymin,
+            hi if hi is not None else ymax,
+            color=colour,
+            alpha=0.25,
+            hatch="//",
+            label="allowed range",
+        )
     if band.value is not None and not band.series:
-        ax.hlines(band.value, min(steps), max(steps) if len(steps) > 1 else steps[0] + 0.4,
-                  colors=colour, linestyles="--", linewidth=1.2, label="baseline")
+        ax.hlines(
+            band.value,
+            min(steps),
+            max(steps) if len(steps) > 1 else steps[0] + 0.4,
+            colors=colour,
+            linestyles="--",
+            linewidth=1.2,
+            label="baseline",
+        )
 
 
 def _finish(ax) -> None:  # type: ignore[no-untyped-def]
@@ -267,3 +380,12 @@ def _finite(value: float | None) -> float:
 
 def _every(count: int) -> int:
     return max(1, count // 25)
+
+
+def __getattr__(name: str) -> object:
+    """``LiveView`` lives in :mod:`workbook.plots.live` (it needs IPython); kept importable here."""
+    if name == "LiveView":
+        from workbook.plots.live import LiveView
+
+        return LiveView
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -36,7 +36,9 @@ def _check(name: str) -> None:
         raise ParamsError([("profile", f"unknown profile {name!r}; choose one of {PROFILES}")])
 
 
-def profile_env(name: str, *, plugin_path: Path | None = None, pythonpath: str = "") -> dict[str, str]:
+def profile_env(
+    name: str, *, plugin_path: Path | None = None, pythonpath: str = ""
+) -> dict[str, str]:
     """Environment variables of profile ``name``.
 
     ``plugin_path`` (cpu only) is the directory from ``prepare_plugin_path``; ``pythonpath``

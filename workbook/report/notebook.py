@@ -26,8 +26,15 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO_ROOT / "notebooks"
 
 
-def execute(template: Path, run_dir: Path, parameters: dict[str, Any], *,
-            cwd: Path | None = None, stream: bool = True, kernel_name: str | None = None) -> Path:
+def execute(
+    template: Path,
+    run_dir: Path,
+    parameters: dict[str, Any],
+    *,
+    cwd: Path | None = None,
+    stream: bool = True,
+    kernel_name: str | None = None,
+) -> Path:
     """Run ``template`` with ``parameters`` into ``run_dir/notebook.ipynb``; return its path.
 
     Raises:
@@ -40,11 +47,19 @@ def execute(template: Path, run_dir: Path, parameters: dict[str, Any], *,
         raise InputError(f"{template}: unknown notebook parameter(s): {', '.join(unknown)}")
     handler = _stream_handler() if stream else None
     try:
-        papermill.execute_notebook(str(template), str(out), parameters=parameters,
-                                   cwd=str(cwd or REPO_ROOT), log_output=stream,
-                                   progress_bar=False, kernel_name=kernel_name)
+        papermill.execute_notebook(
+            str(template),
+            str(out),
+            parameters=parameters,
+            cwd=str(cwd or REPO_ROOT),
+            log_output=stream,
+            progress_bar=False,
+            kernel_name=kernel_name,
+        )
     except PapermillExecutionError as exc:
-        raise RunFailed(f"{out}: cell {exc.exec_count} raised {exc.ename}: {redact_text(str(exc.evalue))}") from None
+        raise RunFailed(
+            f"{out}: cell {exc.exec_count} raised {exc.ename}: {redact_text(str(exc.evalue))}"
+        ) from None
     finally:
         if handler is not None:
             logging.getLogger("papermill").removeHandler(handler)

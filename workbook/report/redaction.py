@@ -27,15 +27,16 @@ _SECRET_NAME = re.compile(
 # Names that contain a secret word but hold no secret (metric and config names people need).
 _HARMLESS_NAME = re.compile(
     r"(?i)^(max_\w*tokens?|\w*_tokens|tokens_\w*|tokeni[sz]\w*|\w*_auth_mode|auth_mode|"
-    r"(prompt|response|reward_fn|image|video|answer|data|label|sort|cache)_key|key_?padding\w*)$"
+    r"(prompt|response|reward_fn|image|video|answer|data|label|sort|cache|full|primary|foreign|parent|"
+    r"metric|dict|group|batch|row|column|input|output)_key|key_?(padding|name|s)\w*)$"
 )
 
 _TOKEN_PATTERNS = (
-    re.compile(r"\bhf_[A-Za-z0-9]{8,}"),                       # Hugging Face tokens
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),                    # OpenAI-style keys
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{16,}"),               # GitHub tokens
-    re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{8,}"),              # Slack tokens
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),                       # AWS access key ids
+    re.compile(r"\bhf_[A-Za-z0-9]{8,}"),  # Hugging Face tokens
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),  # OpenAI-style keys
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{16,}"),  # GitHub tokens
+    re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{8,}"),  # Slack tokens
+    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),  # AWS access key ids
     re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,}"),  # JWTs
 )
 _AUTH_HEADER = re.compile(
@@ -48,7 +49,9 @@ _ASSIGNMENT = re.compile(
     r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<value>[^\s\"'<>,;&}\]]+))"
 )
 # --hf-token VALUE (a command-line flag and its separate value)
-_FLAG = re.compile(r"(?P<name>--[A-Za-z][A-Za-z0-9_\-]*)\s+[\"']?(?P<value>[^\s\"'<>,;&-][^\s\"'<>,;&]*)")
+_FLAG = re.compile(
+    r"(?P<name>--[A-Za-z][A-Za-z0-9_\-]*)\s+[\"']?(?P<value>[^\s\"'<>,;&-][^\s\"'<>,;&]*)"
+)
 
 
 def is_secret_name(name: str) -> bool:
@@ -70,7 +73,7 @@ def redact_text(text: str) -> str:
     if "base64," in text:
         parts, last = [], 0
         for match in _DATA_URI.finditer(text):
-            parts += [_redact_plain(text[last:match.start()]), match.group(0)]
+            parts += [_redact_plain(text[last : match.start()]), match.group(0)]
             last = match.end()
         return "".join(parts) + _redact_plain(text[last:])
     return _redact_plain(text)
@@ -86,10 +89,16 @@ def _redact_plain(text: str) -> str:
 
 
 def _redact_named(match: re.Match[str]) -> str:
-    group = next(g for g in ("value", "dq", "sq") if g in match.re.groupindex and match.group(g) is not None)
+    group = next(
+        g for g in ("value", "dq", "sq") if g in match.re.groupindex and match.group(g) is not None
+    )
     name, value = match.group("name"), match.group(group)
-    if (REDACTED[:-1] in value or not value or not is_secret_name(name)
-            or name.lower().endswith("authorization")):  # headers: handled by _AUTH_HEADER
+    if (
+        REDACTED[:-1] in value
+        or not value
+        or not is_secret_name(name)
+        or name.lower().endswith("authorization")
+    ):  # headers: handled by _AUTH_HEADER
         return match.group(0)
     start, end = match.start(group) - match.start(0), match.end(group) - match.start(0)
     whole = match.group(0)

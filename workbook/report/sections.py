@@ -61,15 +61,20 @@ def banner(run: Any) -> Section:
         "date": date_text(v.started),
         "duration": duration_text(v.run.get("wall_time_s")),
         "hardware": provenance.describe(v.run) if v.run.get("hardware") else "unknown",
-        "steps reached": (f"{steps if steps is not None else 0}"
-                          + (f" of {expected}" if expected else "")),
+        "steps reached": (
+            f"{steps if steps is not None else 0}" + (f" of {expected}" if expected else "")
+        ),
         "run status": v.status,
     }
-    items = "".join(f'<div><dt>{_e(k)}</dt><dd data-fact="{_e(k)}">{_e(str(val))}</dd></div>'
-                    for k, val in facts.items())
-    body = (f'<section class="wb-banner wb-{_e(status)}" id="verdict-banner" data-verdict="{_e(status)}">'
-            f'<div class="wb-verdict">{_e(status.upper())}</div>'
-            f'<div class="wb-reason" data-reason>{_e(reason)}</div><dl>{items}</dl></section>')
+    items = "".join(
+        f'<div><dt>{_e(k)}</dt><dd data-fact="{_e(k)}">{_e(str(val))}</dd></div>'
+        for k, val in facts.items()
+    )
+    body = (
+        f'<section class="wb-banner wb-{_e(status)}" id="verdict-banner" data-verdict="{_e(status)}">'
+        f'<div class="wb-verdict">{_e(status.upper())}</div>'
+        f'<div class="wb-reason" data-reason>{_e(reason)}</div><dl>{items}</dl></section>'
+    )
     return Section("banner", body)
 
 
@@ -78,37 +83,62 @@ def checks(run: Any) -> Section:
     v = view(run)
     rows = v.rows
     if not rows:
-        return Section("checks", '<section data-section="checks"><h2>Checks</h2>'
-                       "<p>No checks were evaluated for this run.</p></section>")
+        return Section(
+            "checks",
+            '<section data-section="checks"><h2>Checks</h2>'
+            "<p>No checks were evaluated for this run.</p></section>",
+        )
     cells = "".join(
         f'<tr class="wb-row-{_e(str(r.get("status")))}" data-check="{_e(str(r.get("name")))}">'
-        f'<td>{_e(str(r.get("name", "")))}</td><td>{_e(str(r.get("metric") or ""))}</td>'
+        f"<td>{_e(str(r.get('name', '')))}</td><td>{_e(str(r.get('metric') or ''))}</td>"
         f'<td class="num">{_e(_fmt(r.get("value")))}</td><td>{_e(str(r.get("expected", "")))}</td>'
         f'<td class="wb-status">{_e(str(r.get("status", "")).upper())}</td>'
-        f'<td>{_e(str(r.get("message", "")))}</td></tr>' for r in rows)
-    table = ('<table class="wb-checks"><thead><tr><th>check</th><th>metric</th><th>value</th>'
-             f"<th>expected</th><th>status</th><th>message</th></tr></thead><tbody>{cells}</tbody></table>")
+        f"<td>{_e(str(r.get('message', '')))}</td></tr>"
+        for r in rows
+    )
+    table = (
+        '<table class="wb-checks"><thead><tr><th>check</th><th>metric</th><th>value</th>'
+        f"<th>expected</th><th>status</th><th>message</th></tr></thead><tbody>{cells}</tbody></table>"
+    )
     figures = []
     for row in rows:
         band = band_of(row)
         if row.get("status") != "pass" and row.get("metric") and band is not None:
-            panel = regression_panel(v.metrics, str(row["metric"]), band,
-                                     f"{row['metric']} against its baseline ({row.get('name')})")
+            panel = regression_panel(
+                v.metrics,
+                str(row["metric"]),
+                band,
+                f"{row['metric']} against its baseline ({row.get('name')})",
+            )
             if panel is not None:
                 figures.append(_figure(panel))
-    return Section("checks", f'<section data-section="checks"><h2>Checks</h2>{table}{"".join(figures)}</section>')
+    return Section(
+        "checks",
+        f'<section data-section="checks"><h2>Checks</h2>{table}{"".join(figures)}</section>',
+    )
 
 
 def plots(run: Any) -> Section:
     """Every panel the run's metrics allow; the baselines of the checks drawn as bands."""
     v = view(run)
     if not v.metrics.steps:
-        return Section("plots", '<section data-section="plots"><h2>Plots</h2>'
-                       "<p>The run logged no metrics.</p></section>")
-    panels = build_panels(v.metrics, clip_ratio_low=_float(v.run.get("clip_ratio_low")),
-                          clip_ratio_high=_float(v.run.get("clip_ratio_high")), bands=bands(v.rows))
-    return Section("plots", '<section data-section="plots"><h2>Plots</h2>'
-                   + "".join(_figure(p) for p in panels) + "</section>")
+        return Section(
+            "plots",
+            '<section data-section="plots"><h2>Plots</h2>'
+            "<p>The run logged no metrics.</p></section>",
+        )
+    panels = build_panels(
+        v.metrics,
+        clip_ratio_low=_float(v.run.get("clip_ratio_low")),
+        clip_ratio_high=_float(v.run.get("clip_ratio_high")),
+        bands=bands(v.rows),
+    )
+    return Section(
+        "plots",
+        '<section data-section="plots"><h2>Plots</h2>'
+        + "".join(_figure(p) for p in panels)
+        + "</section>",
+    )
 
 
 def failure(run: Any, lines: int = 50) -> Section:
@@ -121,14 +151,22 @@ def failure(run: Any, lines: int = 50) -> Section:
     evidence = "\n".join(str(x) for x in diagnosis.get("evidence") or [])
     parts = ['<section class="wb-failure" data-section="failure"><h2>Why it failed</h2>']
     if diagnosis:
-        parts.append(f'<p><strong data-category>{_e(str(diagnosis.get("category", "unknown")))}</strong>: '
-                     f'{_e(str(diagnosis.get("summary", "")))}'
-                     + (f' (last step {_e(str(diagnosis["last_step"]))})' if diagnosis.get("last_step") is not None else "")
-                     + "</p>")
+        parts.append(
+            f"<p><strong data-category>{_e(str(diagnosis.get('category', 'unknown')))}</strong>: "
+            f"{_e(str(diagnosis.get('summary', '')))}"
+            + (
+                f" (last step {_e(str(diagnosis['last_step']))})"
+                if diagnosis.get("last_step") is not None
+                else ""
+            )
+            + "</p>"
+        )
     if evidence:
-        parts.append(f'<h3>Evidence</h3><pre data-evidence>{_e(evidence)}</pre>')
+        parts.append(f"<h3>Evidence</h3><pre data-evidence>{_e(evidence)}</pre>")
     tail = v.log_tail(lines)
-    parts.append(f'<h3>Last {len(tail)} lines of the log</h3><pre data-log-tail>{_e(chr(10).join(tail))}</pre>')
+    parts.append(
+        f"<h3>Last {len(tail)} lines of the log</h3><pre data-log-tail>{_e(chr(10).join(tail))}</pre>"
+    )
     return Section("failure", "".join(parts) + "</section>")
 
 
@@ -137,14 +175,21 @@ def parameters(run: Any) -> Section:
     v = view(run)
     command = v.command()
     env = command.get("env") or {}
-    env_rows = "".join(f"<tr><td>{_e(str(k))}</td><td>{_e(str(val))}</td></tr>" for k, val in sorted(env.items()))
+    env_rows = "".join(
+        f"<tr><td>{_e(str(k))}</td><td>{_e(str(val))}</td></tr>" for k, val in sorted(env.items())
+    )
     shell = v.text("command_sh") or " ".join(str(a) for a in command.get("argv") or [])
-    body = ('<section data-section="parameters"><h2>Parameters and command</h2>'
-            f'<details open><summary>Command</summary><pre data-command>{_e(shell or "not recorded")}</pre></details>'
-            + (f'<details><summary>Environment ({len(env)})</summary><table class="wb-kv">{env_rows}</table></details>'
-               if env else "")
-            + f'<details><summary>Resolved parameters</summary><pre data-params>{_e(v.text("params") or "not recorded")}</pre>'
-            "</details></section>")
+    body = (
+        '<section data-section="parameters"><h2>Parameters and command</h2>'
+        f"<details open><summary>Command</summary><pre data-command>{_e(shell or 'not recorded')}</pre></details>"
+        + (
+            f'<details><summary>Environment ({len(env)})</summary><table class="wb-kv">{env_rows}</table></details>'
+            if env
+            else ""
+        )
+        + f"<details><summary>Resolved parameters</summary><pre data-params>{_e(v.text('params') or 'not recorded')}</pre>"
+        "</details></section>"
+    )
     return Section("parameters", body)
 
 
@@ -155,43 +200,84 @@ def reproducibility(run: Any) -> Section:
     rows: list[tuple[str, Any]] = [("workbook", (r.get("versions") or {}).get("verl-workbook"))]
     rows += [(f"{k} commit", c) for k, c in (r.get("commits") or {}).items()]
     rows += [(k, ver) for k, ver in (r.get("versions") or {}).items() if k != "verl-workbook"]
-    rows += [("python", r.get("python")), ("os", r.get("os")), ("host", r.get("host")),
-             ("cpu", hw.get("cpu")), ("cpus", hw.get("cpus")), ("memory (GB)", hw.get("memory_gb")),
-             ("gpus", ", ".join(hw.get("gpus") or [])), ("CANN", r.get("cann_version")),
-             ("launcher", r.get("launcher")), ("profile", r.get("profile")),
-             ("nodes x devices", f"{r.get('nodes')} x {r.get('devices_per_node')}" if r.get("nodes") else None)]
-    table = "".join(f"<tr><td>{_e(k)}</td><td>{_e(str(val))}</td></tr>" for k, val in rows if val not in (None, ""))
-    npu = f'<h3>npu-smi info</h3><pre>{_e(str(r["npu_smi"]))}</pre>' if r.get("npu_smi") else ""
-    return Section("reproducibility", '<section data-section="reproducibility"><h2>Reproducibility</h2>'
-                   f'<table class="wb-kv">{table or "<tr><td>not recorded</td></tr>"}</table>{npu}</section>')
+    rows += [
+        ("python", r.get("python")),
+        ("os", r.get("os")),
+        ("host", r.get("host")),
+        ("cpu", hw.get("cpu")),
+        ("cpus", hw.get("cpus")),
+        ("memory (GB)", hw.get("memory_gb")),
+        ("gpus", ", ".join(hw.get("gpus") or [])),
+        ("CANN", r.get("cann_version")),
+        ("launcher", r.get("launcher")),
+        ("profile", r.get("profile")),
+        (
+            "nodes x devices",
+            f"{r.get('nodes')} x {r.get('devices_per_node')}" if r.get("nodes") else None,
+        ),
+    ]
+    table = "".join(
+        f"<tr><td>{_e(k)}</td><td>{_e(str(val))}</td></tr>"
+        for k, val in rows
+        if val not in (None, "")
+    )
+    npu = f"<h3>npu-smi info</h3><pre>{_e(str(r['npu_smi']))}</pre>" if r.get("npu_smi") else ""
+    return Section(
+        "reproducibility",
+        '<section data-section="reproducibility"><h2>Reproducibility</h2>'
+        f'<table class="wb-kv">{table or "<tr><td>not recorded</td></tr>"}</table>{npu}</section>',
+    )
 
 
 def preflight(run: Any) -> Section:
     """The Ray launcher's pre-flight result (``run.json`` key ``preflight``): nodes and resources."""
     found = view(run).run.get("preflight")
     if not found:
-        return Section("preflight", '<section data-section="preflight"><h2>Pre-flight</h2>'
-                       "<p>No pre-flight result recorded (local launcher, or not run yet).</p></section>")
+        return Section(
+            "preflight",
+            '<section data-section="preflight"><h2>Pre-flight</h2>'
+            "<p>No pre-flight result recorded (local launcher, or not run yet).</p></section>",
+        )
     nodes = found.get("nodes") if isinstance(found, dict) else None
-    rows = "".join(f"<tr><td>{_e(str(n.get('node_id') or n.get('address') or i))}</td>"
-                   f"<td>{_e(str(n.get('alive', '')))}</td><td>{_e(json.dumps(n.get('resources', {})))}</td></tr>"
-                   for i, n in enumerate(nodes or []) if isinstance(n, dict))
-    rest = {k: val for k, val in found.items() if k != "nodes"} if isinstance(found, dict) else found
-    return Section("preflight", '<section data-section="preflight"><h2>Pre-flight</h2>'
-                   + (f'<table class="wb-kv"><tr><th>node</th><th>alive</th><th>resources</th></tr>{rows}</table>'
-                      if rows else "")
-                   + f"<pre>{_e(json.dumps(rest, indent=2, default=str))}</pre></section>")
+    rows = "".join(
+        f"<tr><td>{_e(str(n.get('node_id') or n.get('address') or i))}</td>"
+        f"<td>{_e(str(n.get('alive', '')))}</td><td>{_e(json.dumps(n.get('resources', {})))}</td></tr>"
+        for i, n in enumerate(nodes or [])
+        if isinstance(n, dict)
+    )
+    rest = (
+        {k: val for k, val in found.items() if k != "nodes"} if isinstance(found, dict) else found
+    )
+    return Section(
+        "preflight",
+        '<section data-section="preflight"><h2>Pre-flight</h2>'
+        + (
+            f'<table class="wb-kv"><tr><th>node</th><th>alive</th><th>resources</th></tr>{rows}</table>'
+            if rows
+            else ""
+        )
+        + f"<pre>{_e(json.dumps(rest, indent=2, default=str))}</pre></section>",
+    )
 
 
 def report_sections(run: Any) -> list[Section]:
     """All sections in report order (what a report built from the run directory shows)."""
-    return [banner(run), checks(run), plots(run), failure(run), parameters(run), reproducibility(run)]
+    return [
+        banner(run),
+        checks(run),
+        plots(run),
+        failure(run),
+        parameters(run),
+        reproducibility(run),
+    ]
 
 
 def _figure(panel: Panel) -> str:
     data = b64encode(panel.png).decode("ascii")
-    return (f'<figure data-panel="{_e(panel.key)}"><img alt="{_e(panel.title)}" '
-            f'src="data:image/png;base64,{data}"></figure>')
+    return (
+        f'<figure data-panel="{_e(panel.key)}"><img alt="{_e(panel.title)}" '
+        f'src="data:image/png;base64,{data}" data-metrics="{_e(" ".join(panel.metrics))}"></figure>'
+    )
 
 
 def _fmt(value: Any) -> str:

@@ -81,7 +81,9 @@ class RunView:
     def text(self, key: str) -> str:
         """A text file of the run (redacted), '' when missing."""
         try:
-            return redact_text(self.path.joinpath(RUN_FILES[key]).read_text(encoding="utf-8", errors="replace"))
+            return redact_text(
+                self.path.joinpath(RUN_FILES[key]).read_text(encoding="utf-8", errors="replace")
+            )
         except OSError:
             return ""
 
@@ -109,8 +111,11 @@ class RunView:
 def load_view(run_dir: Path | str) -> RunView:
     """Read a run directory; a missing or unreadable file is simply absent from the view."""
     path = Path(run_dir)
-    view = RunView(path=path, run=redact_mapping(_read_json(path / RUN_FILES["run"])),
-                   checks=redact_mapping(_read_json(path / RUN_FILES["checks"])))
+    view = RunView(
+        path=path,
+        run=redact_mapping(_read_json(path / RUN_FILES["run"])),
+        checks=redact_mapping(_read_json(path / RUN_FILES["checks"])),
+    )
     view.metrics = read_metrics(path)
     return view
 
@@ -141,12 +146,18 @@ def band_of(row: dict[str, Any]) -> Band | None:
     """The baseline band of one check row, None when the row compares with no baseline."""
     base = row.get("baseline")
     if isinstance(base, dict):
-        series = {int(k): float(v) for k, v in (base.get("series") or {}).items() if _num(v) is not None}
+        series = {
+            int(k): float(v) for k, v in (base.get("series") or {}).items() if _num(v) is not None
+        }
         band = Band(_num(base.get("value")), _num(base.get("low")), _num(base.get("high")), series)
     else:
         band = Band(_num(base), _num(row.get("lower")), _num(row.get("upper")))
     window = row.get("window")
-    if isinstance(window, (list, tuple)) and len(window) == 2 and all(_num(w) is not None for w in window):
+    if (
+        isinstance(window, (list, tuple))
+        and len(window) == 2
+        and all(_num(w) is not None for w in window)
+    ):
         band = Band(band.value, band.low, band.high, band.series, (int(window[0]), int(window[1])))
     if band.value is None and band.low is None and band.high is None and not band.series:
         return None
@@ -159,7 +170,11 @@ def duration_text(seconds: Any) -> str:
         return "unknown"
     minutes, secs = divmod(int(round(value)), 60)
     hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min" if hours else (f"{minutes} min {secs:02d} s" if minutes else f"{secs} s")
+    return (
+        f"{hours} h {minutes:02d} min"
+        if hours
+        else (f"{minutes} min {secs:02d} s" if minutes else f"{secs} s")
+    )
 
 
 def date_text(iso: str) -> str:

@@ -1,0 +1,100 @@
+"""Panels: present when their metrics are, absent (not empty) when not; the live view's throttle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workbook.metrics.loading import load_metrics
+from workbook.metrics.model import RunMetrics
+from workbook.plots.live import LiveView
+from workbook.plots.panels import Band, build_panels, regression_panel, trend_chart
+
+DATA = Path(__file__).parent / "data"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _keys(metrics: RunMetrics, **kw) -> list[str]:
+    return [p.key for p in build_panels(metrics, **kw)]
+
+
+def test_gspo_metrics_give_every_panel_but_the_critic():
+    panels = build_panels(
+        load_metrics(DATA / "gspo-metrics.jsonl"), clip_ratio_low=3e-4, clip_ratio_high=4e-4
+    )
+    assert [p.key for p in panels] == [
+        "policy_loss",
+        "clip_fraction",
+        "rollout_timing",
+        "timing_breakdown",
+        "reward",
+        "response_length",
+        "throughput",
+        "memory",
+    ]
+    assert all(p.png.startswith(PNG) and len(p.png) < 120_000 for p in panels)
+    clip = panels[1]
+    assert "low 0.0003" in clip.title and "high 0.0004" in clip.title
+    assert clip.metrics == ("actor/pg_clipfrac",)  # the lower clip fraction is identically zero
+
+
+def test_ppo_metrics_add_the_critic_panel():
+    panels = {p.key: p for p in build_panels(load_metrics(DATA / "ppo-metrics.jsonl"))}
+    assert panels["critic"].metrics == ("critic/vf_loss", "critic/vf_clipfrac")
+    assert "timing_s/update_critic" in panels["timing_breakdown"].metrics
+
+
+def test_lower_clip_fraction_is_drawn_when_it_is_not_zero():
+    run = RunMetrics()
+    for step in (1, 2):
+        run.put_many(step, {"actor/pg_clipfrac": 0.1, "actor/pg_clipfrac_lower": 0.02 * step}, "t")
+    (clip,) = build_panels(run)
+    assert clip.metrics == ("actor/pg_clipfrac", "actor/pg_clipfrac_lower")
+    assert "clip ratio" not in clip.title  # no ratios configured: none claimed
+
+
+def test_absent_metrics_give_no_panel():
+    assert build_panels(RunMetrics()) == []
+    run = RunMetrics()
+    run.put_many(1, {"actor/pg_loss": 0.1, "timing_s/gen": 2.0}, "t")
+    assert _keys(run) == ["policy_loss", "rollout_timing", "timing_breakdown"]
+    nan_only = RunMetrics()
+    nan_only.put_many(1, {"actor/pg_loss": float("nan")}, "t")
+    assert _keys(nan_only) == []
+
+
+def test_regression_panel_needs_the_metric():
+    run = load_metrics(DATA / "gspo-metrics.jsonl")
+    band = Band(value=0.25, low=0.2, high=0.3, window=(2, 4))
+    assert regression_panel(run, "actor/pg_clipfrac", band, "t").png.startswith(PNG)
+    assert regression_panel(run, "critic/vf_loss", band, "t") is None
+
+
+def test_trend_chart_marks_first_run_out_of_band():
+    png = trend_chart(
+        "s",
+        ["a", "b", "c"],
+        {"throughput": [1.0, None, 3.0], "reward": [None] * 3},
+        {"throughput": "tokens/s/device"},
+        {"throughput": 2},
+    )
+    assert png.startswith(PNG)
+
+
+def test_live_view_redraws_once_per_new_step_and_closes(capsys):
+    live = LiveView(clip_ratio_low=3e-4, clip_ratio_high=4e-4, enabled=True)
+    run = RunMetrics()
+    live.update(run, ["starting"])
+    assert live.redraws == 0
+    run.put_many(
+        1,
+        {"actor/pg_loss": 0.1, "actor/pg_clipfrac": 0.1, "timing_s/gen": 2.0, "timing_s/step": 3.0},
+        "t",
+    )
+    for _ in range(5):
+        live.update(run, ["step:1 - ..."])
+    assert live.redraws == 1
+    run.put_many(2, {"actor/pg_loss": 0.2}, "t")
+    live.update(run, [])
+    assert live.redraws == 2
+    live.close()
+    assert LiveView().enabled is False  # outside a Jupyter kernel the view does nothing

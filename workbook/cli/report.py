@@ -1,0 +1,119 @@
+"""``workbook report``, ``workbook index`` and ``workbook publish``: thin shells over the library."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+from workbook.errors import InputError
+from workbook.runs import RUN_FILES, RunDir, default_root, is_run_dir
+
+REPORT_EPILOG = """examples:
+  workbook report runs/gspo-tiny-1n1cpu-fsdp2-vllm/20261129T181829Z-1a2b3c
+  workbook report nightly-console.log --out runs      # import a log into runs/imported/<id>/
+  workbook report metrics.jsonl
+
+The report's path is printed last."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    report = sub.add_parser(
+        "report",
+        help="render report.html for a run directory, or import a log and render it",
+        description="Render report.html (verdict, checks, plots, failure, parameters, "
+        "reproducibility) for a run directory. A verl console log or file-logger JSONL from "
+        "elsewhere is first imported into a new run directory (scenario 'imported').",
+        epilog=REPORT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    report.add_argument("path", type=Path, help="run directory, verl console log or JSONL")
+    report.add_argument(
+        "--out",
+        type=Path,
+        help="runs root for an imported log; for a run "
+        "directory, a folder that also receives a copy of report.html",
+    )
+    report.set_defaults(handler=report_command)
+
+    index = sub.add_parser(
+        "index",
+        help="write index.html listing every run, newest first",
+        epilog="example:\n  workbook index runs --out public",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    index.add_argument("runs_root", type=Path)
+    index.add_argument("--out", type=Path, help="folder (or .html file) for the index")
+    index.set_defaults(handler=index_command)
+
+    publish = sub.add_parser(
+        "publish",
+        help="copy reports, redacted logs and the index to DEST",
+        epilog="example:\n  workbook publish runs /srv/www/verl-nightly",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    publish.add_argument("runs_root", type=Path)
+    publish.add_argument("dest", type=Path)
+    publish.set_defaults(handler=publish_command)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from workbook.report.render import render_report
+
+    path: Path = args.path
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
+    if path.is_dir():
+        if not is_run_dir(path):
+            raise InputError(
+                f"{path}: not a run directory (no {RUN_FILES['run']} or {RUN_FILES['log']})"
+            )
+        report = render_report(path)
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(report, args.out / report.name)
+            report = args.out / report.name
+    else:
+        report = render_report(import_log(path, args.out or default_root()).path)
+    print(report)
+    return 0
+
+
+def import_log(source: Path, runs_root: Path) -> RunDir:
+    """A new run directory (scenario ``imported``) holding a log or JSONL from elsewhere."""
+    from workbook.metrics.diagnosis import diagnose
+    from workbook.metrics.loading import is_jsonl_file, load_metrics
+
+    metrics = load_metrics(source)  # MetricsError (exit 2) when unreadable
+    run = RunDir.create(Path(runs_root), "imported")
+    shutil.copyfile(source, run.file("metrics" if is_jsonl_file(source) else "log"))
+    diagnosis = diagnose(run.path, metrics=metrics).to_dict()
+    status = {"succeeded": "succeeded", "failed": "failed"}.get(str(diagnosis["status"]), "unknown")
+    run.update_run(
+        run_id=run.run_id,
+        scenario="imported",
+        status=status,
+        exit_code=None,
+        started_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        message=f"imported from {source.resolve()}",
+        source=str(source.resolve()),
+        diagnosis=diagnosis,
+    )  # versions and host of the original run are unknown
+    return run
+
+
+def index_command(args: argparse.Namespace) -> int:
+    from workbook.report.index import write_index
+
+    if not args.runs_root.is_dir():
+        raise InputError(f"{args.runs_root}: not a directory")
+    print(write_index(args.runs_root, args.out))
+    return 0
+
+
+def publish_command(args: argparse.Namespace) -> int:
+    from workbook.report.publish import publish
+
+    print(publish(args.runs_root, args.dest))
+    return 0

@@ -1,0 +1,428 @@
+"""The Ray launcher: run a plan as a Ray job on an existing cluster and follow it to the end.
+
+``RayJobLauncher.run`` does what ``ray job submit`` does, plus what it lacks for validation:
+
+1. pre-flight: the job server answers within a few seconds, and the cluster has the nodes
+   and the device resource (GPU or NPU per node) the scenario asks for; otherwise a
+   :class:`LaunchError` (exit 3) that says what is missing;
+2. submit ``shlex.join(plan.argv)`` with the run id as submission id and ``plan.env`` as the
+   job's env vars (plus ``RAY_OVERRIDE_JOB_RUNTIME_ENV=1``: verl's ``ray.init`` adds its own
+   runtime env whose keys overlap the job's, e.g. ``VERL_FULL_DETERMINISM`` and any
+   ``PYTHONHASHSEED`` it forwards from the driver's environment, and Ray refuses such a merge
+   unless told to override; the overlapping values are the job's own, so nothing is lost);
+3. stream the log into ``run.log`` and ``on_line`` through a reconnecting tail (Ray's tail
+   ends silently when its connection drops, ray-project/ray#57002), skipping on each
+   reconnect the lines already written, and reconcile with the full job log at the end;
+4. poll the status; on timeout, ``stop.request`` or Ctrl-C stop the job and wait for STOPPED;
+   record status, message and driver exit code in ``run.json`` under ``ray_job``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import shlex
+import shutil
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TextIO
+
+import workbook
+from workbook.errors import LaunchError
+from workbook.launch import cluster, ray_client
+from workbook.launch.outcome import LineSink, Outcome, Plan, stop_requested
+from workbook.runs import RunDir
+
+# Never forwarded into the job: the token would show in the job's runtime env, and the job
+# supervisor sets RAY_ADDRESS for the driver itself.
+PRIVATE_ENV = frozenset({"RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS"})
+STATUS_MAP = {"SUCCEEDED": "succeeded", "FAILED": "failed", "STOPPED": "stopped"}
+
+ClientFactory = Callable[[str, "str | None"], ray_client.JobsClient]
+
+
+def job_runtime_env(
+    env: Mapping[str, str],
+    *,
+    py_modules: list[str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The job's runtime env: the plan's env vars (minus private ones), modules to ship, extras."""
+    env_vars = {k: str(v) for k, v in env.items() if k not in PRIVATE_ENV}
+    env_vars["RAY_OVERRIDE_JOB_RUNTIME_ENV"] = "1"
+    runtime_env: dict[str, Any] = dict(extra or {})
+    runtime_env["env_vars"] = {**dict(runtime_env.get("env_vars") or {}), **env_vars}
+    if py_modules:
+        runtime_env["py_modules"] = [*runtime_env.get("py_modules", []), *py_modules]
+    return runtime_env
+
+
+def needs_workbook(env: Mapping[str, str]) -> bool:
+    """True when verl must import the workbook in its workers (the cpu profile's plugin)."""
+    return "workbook." in env.get("VERL_USE_EXTERNAL_MODULES", "")
+
+
+def workbook_modules(env: Mapping[str, str]) -> list[str]:
+    """What a remote cluster needs shipped for the cpu profile: the package and the vllm answer.
+
+    The ``vllm-*.dist-info`` folders on the plan's PYTHONPATH are shipped as modules, so each
+    node's ``importlib.metadata`` finds them. (vLLM's general-plugin entry point needs the
+    workbook *installed* on the image; py_modules cannot carry entry points.)
+    """
+    modules = [str(Path(workbook.__file__).parent)]
+    for entry in env.get("PYTHONPATH", "").split(":"):
+        if entry and Path(entry).is_dir():
+            modules += sorted(str(p) for p in Path(entry).glob("vllm-*.dist-info"))
+    return modules
+
+
+def check_resources(
+    nodes: list[ray_client.NodeInfo],
+    *,
+    url: str,
+    want_nodes: int,
+    devices_per_node: int,
+    device: str,
+) -> None:
+    """Refuse (LaunchError) unless ``want_nodes`` alive nodes each have ``devices_per_node`` ``device``."""
+    alive = [n for n in nodes if n.alive]
+    fit = [n for n in alive if n.resources.get(device, 0.0) >= devices_per_node]
+    if len(fit) >= want_nodes:
+        return
+    seen = (
+        "; ".join(
+            f"{n.ip}{' (head)' if n.is_head else ''}: {device} {n.resources.get(device, 0):g}, "
+            f"CPU {n.resources.get('CPU', 0):g}"
+            for n in alive
+        )
+        or "none"
+    )
+    raise LaunchError(
+        f"the Ray cluster at {url} cannot run this scenario: it needs {want_nodes} node(s) with "
+        f">= {devices_per_node} {device} each, and has {len(fit)} such node(s) among "
+        f"{len(alive)} alive ({seen})"
+    )
+
+
+@dataclass
+class LineLog:
+    """Appends streamed chunks to run.log as whole lines, never the same line twice.
+
+    Every (re)connection of Ray's tail starts from the job log's first byte, so each
+    connection counts its lines and only those past ``written`` are new.
+    """
+
+    handle: TextIO
+    on_line: LineSink | None
+    written: int = 0
+    _seen: int = 0
+    _partial: str = ""
+
+    def connect(self) -> None:
+        self._seen, self._partial = 0, ""
+
+    def feed(self, chunk: str) -> None:
+        *lines, self._partial = (self._partial + chunk).split("\n")
+        for line in lines:
+            self._seen += 1
+            if self._seen > self.written:
+                self._emit(line)
+
+    def reconcile(self, full_log: str) -> int:
+        """Append what the stream missed from the authoritative full log; count appended."""
+        lines = full_log.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        missing = lines[self.written :]
+        for line in missing:
+            self._emit(line)
+        return len(missing)
+
+    def _emit(self, line: str) -> None:
+        self.handle.write(line + "\n")
+        self.handle.flush()
+        self.written += 1
+        if self.on_line is not None:
+            self.on_line(line)
+
+
+def _tail_forever(
+    client: ray_client.JobsClient,
+    job_id: str,
+    out: queue.Queue[tuple[str, str]],
+    done: threading.Event,
+) -> None:
+    """Thread body: follow the job log, reconnecting until the job is over (or ``done``)."""
+
+    async def follow() -> None:
+        while not done.is_set():
+            out.put(("connect", ""))
+            try:
+                async for chunk in client.tail(job_id):
+                    out.put(("chunk", chunk))
+                    if done.is_set():
+                        return
+            except Exception as exc:  # noqa: BLE001 - any drop (aiohttp, Ray, socket): reconnect
+                out.put(("drop", f"{type(exc).__name__}: {exc}"))
+            else:
+                try:
+                    if client.state(job_id).terminal:
+                        return
+                except Exception as exc:  # noqa: BLE001 - status unknown: reconnect anyway
+                    out.put(("drop", f"{type(exc).__name__}: {exc}"))
+                out.put(("drop", "stream ended before the job did"))
+            for _ in range(10):
+                if done.is_set():
+                    return
+                await asyncio.sleep(0.1)
+
+    ray_client.run_coroutine(follow())
+    out.put(("end", ""))
+
+
+def resolve_address(address: str | None, env: Mapping[str, str]) -> str:
+    """The job server to use: ``address``, else ``$RAY_ADDRESS``, else ``workbook cluster up``'s.
+
+    So ``workbook cluster up && workbook run <ray scenario>`` needs no address at all.
+    """
+    if not (address or env.get("RAY_API_SERVER_ADDRESS") or env.get("RAY_ADDRESS")):
+        state = cluster.load_state()
+        if state is not None:
+            return state.dashboard_url
+    return ray_client.dashboard_url(address, env)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class RayJobLauncher:
+    """Run plans as Ray jobs on the cluster at ``address`` (else ``$RAY_ADDRESS``).
+
+    Example:
+        >>> launcher = RayJobLauncher("http://127.0.0.1:8265", nodes=2, devices_per_node=1,
+        ...                           device_resource="GPU")  # doctest: +SKIP
+        >>> launcher.preflight()["nodes"]  # doctest: +SKIP
+        >>> outcome = launcher.run(plan, run_dir, on_line=print, timeout_s=1800)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        address: str | None,
+        *,
+        nodes: int,
+        devices_per_node: int,
+        device_resource: str = "GPU",
+        runtime_env_extra: dict[str, Any] | None = None,
+        ship_workbook: bool | None = None,
+        client_factory: ClientFactory | None = None,
+        connect_timeout_s: float = 5.0,
+        poll_s: float = 1.0,
+        stop_timeout_s: float = 60.0,
+    ) -> None:
+        self.address = address
+        self.nodes = nodes
+        self.devices_per_node = devices_per_node
+        self.device_resource = device_resource
+        self.runtime_env_extra = runtime_env_extra
+        self.ship_workbook = ship_workbook
+        self.client_factory = client_factory
+        self.connect_timeout_s = connect_timeout_s
+        self.poll_s = poll_s
+        self.stop_timeout_s = stop_timeout_s
+
+    def connect(self, env: Mapping[str, str] | None = None) -> ray_client.JobsClient:
+        """A client for the job server; the token from ``env`` (the plan's) first, then Ray's way."""
+        merged = {**os.environ, **(env or {})}
+        url = resolve_address(self.address, merged)
+        token = ray_client.auth_token(merged)
+        if self.client_factory is not None:
+            ray_client.probe(url, token, self.connect_timeout_s)
+            return self.client_factory(url, token)
+        return ray_client.JobsClient.connect(url, token, self.connect_timeout_s)
+
+    def preflight(self, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """Nodes and resources of the cluster; LaunchError if it cannot run the scenario."""
+        client = self.connect(env)
+        return self._preflight(client)
+
+    def _preflight(self, client: ray_client.JobsClient) -> dict[str, Any]:
+        nodes = client.nodes()
+        check_resources(
+            nodes,
+            url=client.url,
+            want_nodes=self.nodes,
+            devices_per_node=self.devices_per_node,
+            device=self.device_resource,
+        )
+        alive = [n for n in nodes if n.alive]
+        local = cluster.local_addresses()
+        return {
+            "address": client.url,
+            "nodes": [n.to_dict() for n in alive],
+            "required": {
+                "nodes": self.nodes,
+                "devices_per_node": self.devices_per_node,
+                "device_resource": self.device_resource,
+            },
+            "local": bool(alive) and all(n.ip in local for n in alive),
+        }
+
+    def run(
+        self,
+        plan: Plan,
+        run_dir: RunDir,
+        *,
+        on_line: LineSink | None = None,
+        timeout_s: float | None = None,
+    ) -> Outcome:
+        started, t0 = _now(), time.monotonic()
+        client = self.connect(plan.env)
+        pre = self._preflight(client)
+        ship = self.ship_workbook if self.ship_workbook is not None else not pre["local"]
+        modules = workbook_modules(plan.env) if ship and needs_workbook(plan.env) else None
+        runtime_env = job_runtime_env(plan.env, py_modules=modules, extra=self.runtime_env_extra)
+        job_id = client.submit(
+            entrypoint=shlex.join(plan.argv), submission_id=run_dir.run_id, runtime_env=runtime_env
+        )
+        record: dict[str, Any] = {
+            "job_id": job_id,
+            "address": client.url,
+            "status": "PENDING",
+            "preflight": pre,
+        }
+        run_dir.update_run(launcher="ray", ray_job=record)
+        stop_reason, state, log_info = self._follow(client, job_id, run_dir, on_line, timeout_s, t0)
+        record.update(log_info)
+        record.update(
+            status=state.status,
+            message=state.message,
+            driver_exit_code=state.driver_exit_code,
+            error_type=state.error_type,
+            stop_reason=stop_reason,
+            file_logger=collect_file_logger(plan.env, run_dir),
+        )
+        run_dir.update_run(ray_job=record)
+        status = STATUS_MAP.get(state.status, "failed")
+        if status == "stopped" and stop_reason == "timeout":
+            status = "timeout"
+        message = state.message or f"Ray job {job_id} {state.status}"
+        if stop_reason and status in ("stopped", "timeout"):
+            message = f"{stop_reason}: {message}"
+        return Outcome(
+            status=status,
+            exit_code=state.driver_exit_code,
+            started_at=started,
+            ended_at=_now(),
+            wall_time_s=round(time.monotonic() - t0, 3),
+            message=message,
+            details={"ray_job": record},
+        )
+
+    def _follow(
+        self,
+        client: ray_client.JobsClient,
+        job_id: str,
+        run_dir: RunDir,
+        on_line: LineSink | None,
+        timeout_s: float | None,
+        t0: float,
+    ) -> tuple[str, ray_client.JobState, dict[str, Any]]:
+        """Stream and poll until the job is over; stop it when asked. (reason, state, log info)."""
+        chunks: queue.Queue[tuple[str, str]] = queue.Queue()
+        done = threading.Event()
+        tail = threading.Thread(
+            target=_tail_forever, args=(client, job_id, chunks, done), daemon=True
+        )
+        stop_reason = ""
+        drops: list[str] = []
+        connects = [0]
+        with open(run_dir.file("log"), "a", encoding="utf-8") as handle:
+            log = LineLog(handle, on_line)
+
+            def drain(wait_s: float) -> None:
+                deadline = time.monotonic() + wait_s
+                while True:
+                    try:
+                        kind, text = chunks.get(timeout=max(0.0, deadline - time.monotonic()))
+                    except queue.Empty:
+                        return
+                    if kind == "connect":
+                        connects[0] += 1
+                        log.connect()
+                    elif kind == "chunk":
+                        log.feed(text)
+                    elif kind == "drop":
+                        drops.append(text)
+
+            tail.start()
+            try:
+                state = client.state(job_id)
+                while not state.terminal:
+                    drain(self.poll_s)
+                    if not stop_reason:
+                        if stop_requested(run_dir.path):
+                            stop_reason = "stop requested"
+                        elif timeout_s is not None and time.monotonic() - t0 > timeout_s:
+                            stop_reason = "timeout"
+                        if stop_reason:
+                            client.stop(job_id)
+                    state = client.state(job_id)
+            except KeyboardInterrupt:
+                stop_reason = "interrupted"
+                client.stop(job_id)
+                state = self._wait_stopped(client, job_id, drain)
+            if stop_reason and not state.terminal:
+                state = self._wait_stopped(client, job_id, drain)
+            tail.join(timeout=15.0)
+            done.set()
+            drain(0.0)
+            streamed = log.written
+            appended = log.reconcile(client.logs(job_id))
+        reconnects = max(0, connects[0] - 1)
+        return (
+            stop_reason,
+            state,
+            {
+                "log_lines": log.written,
+                "streamed_lines": streamed,
+                "reconciled_lines": appended,
+                "stream_drops": drops[:20],
+                "stream_reconnects": reconnects,
+            },
+        )
+
+    def _wait_stopped(
+        self, client: ray_client.JobsClient, job_id: str, drain: Callable[[float], None]
+    ) -> ray_client.JobState:
+        deadline = time.monotonic() + self.stop_timeout_s
+        state = client.state(job_id)
+        while not state.terminal and time.monotonic() < deadline:
+            drain(self.poll_s)
+            state = client.state(job_id)
+        if not state.terminal:
+            raise LaunchError(f"Ray job {job_id} did not stop within {self.stop_timeout_s:g} s")
+        return state
+
+
+def collect_file_logger(env: Mapping[str, str], run_dir: RunDir) -> dict[str, Any]:
+    """Bring verl's file-logger JSONL into the run dir when this machine can read it.
+
+    The trainer writes it on whichever node runs the driver: on a local cluster that is this
+    file system; on a remote one the path is usually not here and the metrics come from the
+    streamed console log instead.
+    """
+    path = env.get("VERL_FILE_LOGGER_PATH")
+    target = run_dir.file("metrics")
+    if not path:
+        return {"path": None, "collected": False, "source": "stream"}
+    source = Path(path)
+    if source.is_file() and source.resolve() != target.resolve():
+        shutil.copyfile(source, target)
+    collected = target.is_file() and target.stat().st_size > 0
+    return {"path": path, "collected": collected, "source": "file" if collected else "stream"}

@@ -1,0 +1,178 @@
+"""``index.html``: every run newest first, filterable, with per-scenario trends across nights.
+
+A static file (inline CSS, a few lines of inline JavaScript for the filters, charts as inline
+PNGs) so it can be published on any web server or CI artifact store and opened offline. Links
+to reports are relative to the index. It is written to a temp file and renamed, so a run that
+finishes and refreshes the index while another does the same never leaves a torn file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import secrets
+from base64 import b64encode
+from datetime import datetime, timezone
+from pathlib import Path
+
+from workbook.plots.panels import trend_chart
+from workbook.report.page import page
+from workbook.report.summary import HEADLINES, RunSummary, find_runs, summarize
+from workbook.report.view import date_text, duration_text
+from workbook.runs import RUN_FILES, write_atomic
+
+_e = html.escape
+INDEX = "index.html"
+TREND_CACHE = ".trends"  # charts by content hash: a refresh redraws only scenarios that changed
+
+FILTER_JS = """
+function wbFilter(){var s=document.getElementById('f-scenario').value,
+v=document.getElementById('f-verdict').value,n=0;
+document.querySelectorAll('#runs tbody tr').forEach(function(r){
+var ok=(!s||r.dataset.scenario===s)&&(!v||r.dataset.verdict===v);r.hidden=!ok;if(ok)n++;});
+document.getElementById('f-count').textContent=n+' shown';}
+document.getElementById('f-scenario').addEventListener('change',wbFilter);
+document.getElementById('f-verdict').addEventListener('change',wbFilter);wbFilter();
+"""
+
+INDEX_CSS = """<style>body{max-width:1500px}
+.badge{display:inline-block;padding:1px 8px;border-radius:9px;font-weight:700;font-size:.8em;color:#fff}
+.b-passed{background:#007a5a}.b-regressed{background:#b36b00}.b-failed{background:#b84a00}
+.b-running{background:#0072B2}.b-unjudged,.b-unknown{background:#666}
+#runs td{white-space:nowrap}#runs td.reason{white-space:normal;max-width:26em;font-size:.85em;
+overflow-wrap:anywhere}
+.filters{margin:8px 0}.filters label{margin-right:14px}
+</style>"""
+
+
+def write_index(runs_root: Path, out: Path | None = None) -> Path:
+    """Write ``index.html`` for every run under ``runs_root`` (into ``out``, a folder or file)."""
+    runs_root = Path(runs_root)
+    target = _target(runs_root, out)
+    runs = sorted(
+        (summarize(p) for p in find_runs(runs_root)), key=lambda s: s.sort_key, reverse=True
+    )
+    body = (
+        f'<h1>verl runs</h1><p class="wb-note">{len(runs)} runs, '
+        f"newest first; generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}.</p>"
+        + INDEX_CSS
+        + _filters(runs)
+        + _table(runs, target.parent)
+        + _trends(runs, runs_root / TREND_CACHE)
+        + f"<script>{FILTER_JS}</script>"
+    )
+    return write_atomic(target, page("verl runs", body))
+
+
+def _target(runs_root: Path, out: Path | None) -> Path:
+    if out is None:
+        return runs_root / INDEX
+    out = Path(out)
+    return out if out.suffix == ".html" else out / INDEX
+
+
+def _filters(runs: list[RunSummary]) -> str:
+    scenarios = sorted({r.scenario for r in runs})
+    verdicts = [
+        v
+        for v in ("passed", "regressed", "failed", "running", "unjudged", "unknown")
+        if any(r.verdict == v for r in runs)
+    ]
+    options = lambda values: "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in values)  # noqa: E731
+    return (
+        '<div class="filters"><label>scenario <select id="f-scenario"><option value="">all</option>'
+        f'{options(scenarios)}</select></label><label>verdict <select id="f-verdict">'
+        f'<option value="">all</option>{options(verdicts)}</select></label>'
+        '<span id="f-count"></span></div>'
+    )
+
+
+def _table(runs: list[RunSummary], base: Path) -> str:
+    columns = ["date", "scenario", "verdict", "steps", "duration"]
+    columns += [f"{h} ({unit})" for h, (_m, unit) in HEADLINES.items()] + ["report", "reason"]
+    head = "".join(f"<th>{_e(h)}</th>" for h in columns)
+    rows = []
+    for r in runs:
+        link = (
+            f'<a href="{_e(_relative(Path(r.path) / RUN_FILES["report"], base))}">report</a>'
+            if r.has_report
+            else f"no report ({_e(r.status)})"
+        )
+        steps = (
+            ""
+            if r.steps is None
+            else str(r.steps) + (f"/{r.expected_steps}" if r.expected_steps else "")
+        )
+        numbers = "".join(f'<td class="num">{_e(_fmt(r.headline.get(h)))}</td>' for h in HEADLINES)
+        rows.append(
+            f'<tr data-scenario="{_e(r.scenario)}" data-verdict="{_e(r.verdict)}" data-run="{_e(r.run_id)}">'
+            f"<td>{_e(date_text(r.started_at) if r.started_at else r.run_id)}</td><td>{_e(r.scenario)}</td>"
+            f'<td><span class="badge b-{_e(r.verdict)}">{_e(r.verdict)}</span></td><td class="num">{steps}</td>'
+            f"<td>{_e(duration_text(r.wall_time_s) if r.wall_time_s is not None else '')}</td>{numbers}"
+            f'<td>{link}</td><td class="reason">{_e(r.reason)}</td></tr>'
+        )
+    return f'<table id="runs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _trends(runs: list[RunSummary], cache: Path) -> str:
+    """Per scenario with at least two runs: the headline numbers across runs, oldest first."""
+    parts = ["<h2>Trends per scenario</h2>"]
+    for scenario in sorted({r.scenario for r in runs}):
+        mine = sorted((r for r in runs if r.scenario == scenario), key=lambda s: s.sort_key)
+        if len(mine) < 2:
+            continue
+        labels = [r.started_at[:10] or r.run_id for r in mine]
+        series = {h: [r.headline.get(h) for r in mine] for h in HEADLINES}
+        first_out = {
+            h: next(i for i, r in enumerate(mine) if h in r.out_of_band)
+            for h in HEADLINES
+            if any(h in r.out_of_band for r in mine)
+        }
+        png = _cached_chart(cache, f"{scenario}: {len(mine)} runs", labels, series, first_out)
+        marks = "; ".join(
+            f"{h} first left its baseline band in run {mine[i].run_id}"
+            for h, i in first_out.items()
+        )
+        parts.append(
+            f'<figure data-trend="{_e(scenario)}"><img alt="trends of {_e(scenario)}" '
+            f'src="data:image/png;base64,{b64encode(png).decode("ascii")}">'
+            f"<figcaption>{_e(marks or 'every headline number within its baseline band')}</figcaption></figure>"
+        )
+    return "".join(parts) if len(parts) > 1 else ""
+
+
+def _cached_chart(
+    cache: Path,
+    title: str,
+    labels: list[str],
+    series: dict[str, list[float | None]],
+    first_out: dict[str, int],
+) -> bytes:
+    units = {h: unit for h, (_m, unit) in HEADLINES.items()}
+    key = hashlib.sha256(
+        json.dumps([title, labels, series, first_out, units]).encode()
+    ).hexdigest()[:24]
+    path = cache / f"{key}.png"
+    try:
+        return path.read_bytes()
+    except OSError:
+        pass
+    png = trend_chart(title, labels, series, units, first_out)
+    try:
+        cache.mkdir(exist_ok=True)
+        tmp = cache / f".{key}.{secrets.token_hex(4)}.tmp"
+        tmp.write_bytes(png)
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only runs root still gets its index
+    return png
+
+
+def _relative(path: Path, base: Path) -> str:
+    return Path(os.path.relpath(Path(path).resolve(), Path(base).resolve())).as_posix()
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None else f"{value:.4g}"
