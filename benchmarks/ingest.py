@@ -1,11 +1,13 @@
 """Metrics ingestion speed, memory and live latency (issue 3's performance targets).
 
 Builds, in a temporary folder, a console log of the requested size by repeating the real
-console logs of tests/data/verl_logs (ANSI, tqdm, hard wraps, numpy reprs, a traceback) and a
-JSONL file by repeating the real file-logger records, then parses each in a fresh child process
-(so peak RSS is that parse's alone) and prints MB/s and peak RSS. Then measures live latency:
-a writer appends step lines to a file, a LiveReader polls it, and the time from write to yield
-is recorded.
+console logs of tests/data/verl_logs (ANSI, tqdm, hard wraps, numpy reprs, a traceback; these
+are excerpts around the step lines, so about half their bytes are step rows, the worst case),
+another by repeating a whole real run's log (tests/profiles/data/gspo_cpu_run.log, when
+present: mostly noise, like real logs) and a JSONL file by repeating the real file-logger
+records, then parses each in a fresh child process (so peak RSS is that parse's alone) and
+prints MB/s and peak RSS. Then measures live latency: a writer appends step lines to a file, a
+LiveReader polls it, and the time from write to yield is recorded.
 
 Targets: >= 50 MB/s, peak RSS < 300 MB, live pick-up < 1 s.
 
@@ -32,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "tests" / "data" / "verl_logs"
 JSONL_LOG = "12_jsonl-file-logger-ppo-null-and-string-values.log"
+CPU_RUN_LOG = ROOT / "tests" / "profiles" / "data" / "gspo_cpu_run.log"  # verl 0.9.1, tiny CPU run
 
 CHILD = """
 import json, resource, sys, time
@@ -81,10 +84,9 @@ def parse_in_child(path: Path) -> dict[str, float]:
 
 def report(name: str, size: int, result: dict[str, float]) -> None:
     mb = size / 2**20
-    print(
-        f"{name:<22} {mb:8.0f} MB  {mb / result['wall']:7.1f} MB/s wall  {mb / result['cpu']:7.1f} MB/s cpu  "
-        f"peak RSS {result['rss_mb']:6.1f} MB  ({result['steps']} steps, {result['metrics']} metrics)"
-    )
+    speed = f"{mb / result['wall']:7.1f} MB/s wall  {mb / result['cpu']:7.1f} MB/s cpu"
+    found = f"({result['steps']} steps, {result['metrics']} metrics)"
+    print(f"{name:<22} {mb:8.0f} MB  {speed}  peak RSS {result['rss_mb']:6.1f} MB  {found}")
 
 
 def live_latency(folder: Path, poll: float, count: int = 20, pause: float = 0.25) -> list[float]:
@@ -100,11 +102,11 @@ def live_latency(folder: Path, poll: float, count: int = 20, pause: float = 0.25
         with open(path, "a") as handle:
             for step in range(1, count + 1):
                 handle.write(f"(TaskRunner pid=1) \rTraining Progress: {step}/{count}\n")
-                handle.write(
-                    f"(TaskRunner pid=1) step:{step} - actor/pg_loss:{step / 100} - timing_s/step:1.5\n"
-                )
                 handle.flush()
-                written[step] = time.monotonic()
+                values = f"actor/pg_loss:{step / 100} - timing_s/step:1.5"
+                written[step] = time.monotonic()  # before the write: the latency includes it
+                handle.write(f"(TaskRunner pid=1) step:{step} - {values}\n")
+                handle.flush()
                 time.sleep(pause)
 
     thread = threading.Thread(target=writer, daemon=True)
@@ -124,8 +126,32 @@ def calibration() -> str:
     """How fast this machine runs plain Python right now (for reading the figures)."""
     start = time.process_time()
     sum(range(30_000_000))
+    took = time.process_time() - start
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return f"calibration: sum(range(3e7)) took {time.process_time() - start:.2f} s CPU; load average {load:.1f} on {os.cpu_count()} CPUs"
+    return (
+        f"calibration: sum(range(3e7)) took {took:.2f} s CPU (an idle current desktop: about "
+        f"0.3 s); load average {load:.1f} on {os.cpu_count()} CPUs"
+    )
+
+
+def chunk_latency(count: int = 2000) -> list[float]:
+    """Seconds ChunkReader.feed_line takes to return a step line's values (the launcher's path)."""
+    sys.path.insert(0, str(ROOT))
+    from workbook.metrics.live import ChunkReader
+
+    row = next(
+        line
+        for line in (LOGS / "04_npu-ascend-grpo-sync-agentloop.log").read_text().splitlines()
+        if "step:5 " in line
+    )
+    head, tail = row.split("step:5", 1)
+    reader, times = ChunkReader(), []
+    for step in range(count):
+        line = f"{head}step:{step}{tail}"
+        start = time.perf_counter()
+        assert reader.feed_line(line)
+        times.append(time.perf_counter() - start)
+    return times
 
 
 def main() -> int:
@@ -146,6 +172,11 @@ def main() -> int:
         path = folder / "run.log"
         report("console log", build(path, console, size), parse_in_child(path))
         path.unlink()
+        if CPU_RUN_LOG.exists():  # a whole real run: mostly noise lines, as real logs are
+            path = folder / "cpu-run.log"
+            block = CPU_RUN_LOG.read_bytes()
+            report("console, CPU-run log", build(path, block, size), parse_in_child(path))
+            path.unlink()
         path = folder / "metrics.jsonl"
         report(
             "file-logger JSONL",
@@ -161,8 +192,14 @@ def main() -> int:
         )
         latencies = live_latency(folder, args.poll)
         print(
-            f"live (poll every {args.poll:.2f} s): {len(latencies)} steps, median "
-            f"{statistics.median(latencies) * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms"
+            f"live file (LiveReader, poll every {args.poll:.2f} s): {len(latencies)} steps, "
+            f"median {statistics.median(latencies) * 1000:.0f} ms, "
+            f"max {max(latencies) * 1000:.0f} ms from write to yield"
+        )
+        fed = chunk_latency()
+        print(
+            f"live stream (ChunkReader.feed_line, 76-metric line): median "
+            f"{statistics.median(fed) * 1e6:.0f} us, max {max(fed) * 1e3:.1f} ms per line"
         )
     print(calibration())
     return 0

@@ -7,6 +7,7 @@ its own temp dir and ports and never touches another cluster), stopped by PID at
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +34,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.Cl
     finally:
         if not reuse:
             cluster.down(state_file)
+            shutil.rmtree(state.temp_dir, ignore_errors=True)  # Ray's session logs
 
 
 @pytest.fixture

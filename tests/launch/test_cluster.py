@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from pathlib import Path
 
 import psutil
 import pytest
 
 from workbook.cli import cluster as cluster_cli
-from workbook.launch import cluster, ray_client
+from workbook.launch import cluster, ray_client, ray_nodes
 
 RAY_DEFAULT_PORTS = {6379, 8265, 10001, 52365, 8076, 8077, 62365}
 
 
 def test_every_port_is_free_distinct_and_off_rays_defaults() -> None:
     taken: set[int] = set()
-    head = cluster.node_ports(True, taken)
-    other = cluster.node_ports(False, taken)
+    head = ray_nodes.node_ports(True, taken)
+    other = ray_nodes.node_ports(False, taken)
     singles = [
         v for ports in (head, other) for k, v in ports.items() if not k.endswith("worker-port")
     ]
@@ -37,11 +38,11 @@ def test_every_port_is_free_distinct_and_off_rays_defaults() -> None:
 
 def test_start_command_declares_logical_devices_and_an_own_temp_dir(tmp_path: Path) -> None:
     temp = cluster.temp_dir_for(tmp_path / "state.json")
-    ports = cluster.node_ports(True, set())
-    gpu = cluster.start_command(
+    ports = ray_nodes.node_ports(True, set())
+    gpu = ray_nodes.start_command(
         ports=ports, temp_dir=temp, cpus=4, devices=1, device_resource="GPU", head_address=None
     )
-    npu = cluster.start_command(
+    npu = ray_nodes.start_command(
         ports=ports, temp_dir=temp, cpus=4, devices=4, device_resource="NPU", head_address="h:1"
     )
     assert "--head" in gpu and "--num-gpus=1" in gpu and f"--temp-dir={temp}" in gpu
@@ -122,6 +123,7 @@ def test_up_twice_reuses_the_cluster_and_down_leaves_no_ray_process(tmp_path: Pa
         }
     finally:
         counts = cluster.down(state_file)
+        shutil.rmtree(first.temp_dir, ignore_errors=True)
     assert counts["terminated"] + counts["killed"] >= 4
     assert cluster.cluster_processes(first.temp_dir) == []
     survivors = []

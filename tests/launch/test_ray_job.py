@@ -17,8 +17,9 @@ import pytest
 
 from workbook.errors import LaunchError
 from workbook.launch import cluster, ray_client
+from workbook.launch.job_log import LineLog
 from workbook.launch.outcome import Plan, request_stop
-from workbook.launch.ray_job import LineLog, RayJobLauncher, check_resources, job_runtime_env
+from workbook.launch.ray_job import RayJobLauncher, check_resources, job_runtime_env
 from workbook.runs import RunDir
 
 
@@ -310,7 +311,7 @@ def test_cpu_plugin_is_shipped_to_nodes_of_a_remote_cluster(
     plugin = prepare_plugin_path(tmp_path / "plugin")
     code = (
         "import importlib.metadata, workbook\n"
-        "print('workbook from', workbook.__file__)\n"
+        "print('workbook from', *workbook.__path__)\n"
         "print('vllm version', importlib.metadata.version('vllm'))\n"
     )
     env = {"VERL_USE_EXTERNAL_MODULES": ",".join(EXTERNAL_MODULES), "PYTHONPATH": str(plugin)}

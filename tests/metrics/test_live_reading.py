@@ -179,3 +179,9 @@ def test_chunk_reader_sniffs_jsonl_and_takes_bytes() -> None:
     ]
     assert reader.close() == []
     assert reader.metrics.sources[3]["a"] == "metrics.jsonl:1"
+
+
+def test_live_reader_keeps_pprinted_validation_dicts() -> None:
+    reader = ChunkReader()
+    reader.feed_line("(TaskRunner pid=1) \"Initial validation metrics: {'val-core/acc/mean@1': 0.25}\"")
+    assert reader.metrics.validation == {"initial": {"val-core/acc/mean@1": 0.25}}

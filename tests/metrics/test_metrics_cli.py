@@ -102,3 +102,33 @@ def test_diagnose_prints_the_json_verdict(
     assert json.loads(out)["status"] == "incomplete"
     with pytest.raises(MetricsError):
         cli(["diagnose", str(tmp_path / "missing.log")], capsys)
+
+
+def test_installed_cli_entry_point_runs_both_commands(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "workbook", "metrics", str(JSONL), "--format", "jsonl"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert [json.loads(line)["step"] for line in out.stdout.splitlines()] == [0, 1, 2, 3]
+    log = tmp_path / "run.log"
+    log.write_text("Could not override 'trainer.foo'.\nKey 'foo' is not in struct\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "workbook", "diagnose", str(log), "--exit-code", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0 and json.loads(out.stdout)["category"] == "config_error"
+    out = subprocess.run(
+        [sys.executable, "-m", "workbook", "metrics", str(tmp_path / "missing")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2 and "missing" in out.stderr

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from workbook.errors import ParamsError
 from workbook.profiles import PROFILES, profile_env, profile_overrides
+
+DATA = Path(__file__).parent / "data"
 
 
 def keys(overrides: list[str]) -> list[str]:
@@ -119,3 +122,18 @@ def test_every_cpu_override_composes_with_the_installed_verl_config() -> None:
     assert config.ray_kwargs.ray_init.num_gpus == 1
     assert config.critic.model.override_config.attn_implementation == "sdpa"
     assert config.actor_rollout_ref.rollout.enable_sleep_mode is False
+
+
+@pytest.mark.parametrize(("fixture", "critic"), [("gspo", False), ("ppo", True)])
+def test_recorded_working_cpu_command_carries_every_current_cpu_setting(
+    fixture: str, critic: bool
+) -> None:
+    """The profile may only drift from the real runs recorded in data/ by re-recording them."""
+    recorded = json.loads((DATA / f"{fixture}_cpu_command.json").read_text())
+    assert recorded["result"]["exit_code"] == 0
+    overrides = profile_overrides(
+        "cpu", ray_temp_dir=recorded["paths"]["ray_temp_dir"], critic=critic
+    )
+    assert [o for o in overrides if o not in recorded["argv"]] == []
+    env = profile_env("cpu", plugin_path=Path(recorded["paths"]["plugin_path"]))
+    assert {k: v for k, v in env.items() if recorded["env"].get(k) != v} == {}

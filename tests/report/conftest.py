@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # report_assertions, report_fixtures
 
-from report_fixtures import write_run  # noqa: E402
+from report_fixtures import write_run
 
 
 @pytest.fixture

@@ -20,14 +20,16 @@ def report_html(run_dir: Path) -> str:
 
 def banner(page: str) -> dict[str, str]:
     """The verdict, its reason and the banner's facts (scenario, date, duration, ...)."""
-    block = re.search(r'<section\b([^>]*\bid="verdict-banner"[^>]*)>(.*?)</section>', page, re.S)
+    block = re.search(
+        r'<section\b([^>]*\bid="verdict-banner"[^>]*)>(.*?)</section>', page, re.DOTALL
+    )
     assert block, "no verdict banner in the report"
     verdict = re.search(r'data-verdict="([^"]+)"', block.group(1))
     facts = {
         k: html.unescape(v)
         for k, v in re.findall(r'<dd data-fact="([^"]+)">(.*?)</dd>', block.group(2))
     }
-    reason = re.search(r'<div class="wb-reason"[^>]*>(.*?)</div>', block.group(2), re.S)
+    reason = re.search(r'<div class="wb-reason"[^>]*>(.*?)</div>', block.group(2), re.DOTALL)
     facts["verdict"] = verdict.group(1) if verdict else ""
     facts["reason"] = html.unescape(reason.group(1)) if reason else ""
     return facts
@@ -37,7 +39,7 @@ def banner_comes_first(page: str) -> bool:
     """No figure, table or section precedes the banner (readable without scrolling)."""
     body = page.split("<body>", 1)[1]
     before = body.split('id="verdict-banner"', 1)[0]
-    return not re.search(r"<(img|table|figure|pre)\b|data-section=", before)
+    return not re.search(r"<(img|table|figure|pre|details)\b|data-section=", before)
 
 
 def check_rows(page: str) -> dict[str, str]:
@@ -58,7 +60,9 @@ def panels(page: str) -> set[str]:
 
 def panel_metrics(page: str, key: str) -> list[str]:
     found = re.search(
-        rf'<figure\b[^>]*data-panel="{re.escape(key)}"[^>]*>.*?data-metrics="([^"]*)"', page, re.S
+        rf'<figure\b[^>]*data-panel="{re.escape(key)}"[^>]*>.*?data-metrics="([^"]*)"',
+        page,
+        re.DOTALL,
     )
     assert found, f"no panel {key}"
     return found.group(1).split()
@@ -69,7 +73,7 @@ def has_failure_section(page: str) -> bool:
 
 
 def log_tail(page: str) -> list[str]:
-    found = re.search(r"<pre data-log-tail[^>]*>(.*?)</pre>", page, re.S)
+    found = re.search(r"<pre data-log-tail[^>]*>(.*?)</pre>", page, re.DOTALL)
     return html.unescape(found.group(1)).splitlines() if found else []
 
 

@@ -11,7 +11,7 @@ import json
 import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from workbook import provenance
 from workbook.metrics.diagnosis import diagnose

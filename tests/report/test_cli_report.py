@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import report_assertions as ra
+
 from workbook.cli import main
 
 LOGS = Path("/work/shared/verl_logs")

@@ -10,6 +10,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from report_fixtures import write_run
+
 from workbook.report.index import write_index
 from workbook.report.publish import publish
 from workbook.report.render import render_report
@@ -64,8 +65,8 @@ def test_index_filters_by_scenario_and_verdict(tmp_path):
     root = tmp_path / "runs"
     _nights(root)
     page = write_index(root).read_text()
-    scenarios = re.search(r'<select id="f-scenario">(.*?)</select>', page, re.S).group(1)
-    verdicts = re.search(r'<select id="f-verdict">(.*?)</select>', page, re.S).group(1)
+    scenarios = re.search(r'<select id="f-scenario">(.*?)</select>', page, re.DOTALL).group(1)
+    verdicts = re.search(r'<select id="f-verdict">(.*?)</select>', page, re.DOTALL).group(1)
     assert re.findall(r'value="([^"]+)"', scenarios) == [
         "gspo-tiny-1n1cpu-fsdp2-vllm",
         "ppo-tiny-2n1cpu-fsdp2-vllm-ray",

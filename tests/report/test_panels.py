@@ -7,7 +7,8 @@ from pathlib import Path
 from workbook.metrics.loading import load_metrics
 from workbook.metrics.model import RunMetrics
 from workbook.plots.live import LiveView
-from workbook.plots.panels import Band, build_panels, regression_panel, trend_chart
+from workbook.plots.panels import Band, build_panels, regression_panel
+from workbook.plots.trends import trend_chart
 
 DATA = Path(__file__).parent / "data"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -29,8 +30,7 @@ def test_gspo_metrics_give_every_panel_but_the_critic():
         "reward",
         "response_length",
         "throughput",
-        "memory",
-    ]
+    ]  # no memory panel: on CPU verl logs accelerator memory as 0
     assert all(p.png.startswith(PNG) and len(p.png) < 120_000 for p in panels)
     clip = panels[1]
     assert "low 0.0003" in clip.title and "high 0.0004" in clip.title
@@ -50,6 +50,14 @@ def test_lower_clip_fraction_is_drawn_when_it_is_not_zero():
     (clip,) = build_panels(run)
     assert clip.metrics == ("actor/pg_clipfrac", "actor/pg_clipfrac_lower")
     assert "clip ratio" not in clip.title  # no ratios configured: none claimed
+
+
+def test_memory_panel_needs_measured_memory():
+    run = RunMetrics()
+    run.put_many(1, {"actor/perf/max_memory_allocated_gb": 0.0}, "t")
+    assert _keys(run) == []
+    run.put_many(2, {"actor/perf/max_memory_allocated_gb": 41.5}, "t")
+    assert _keys(run) == ["memory"]
 
 
 def test_absent_metrics_give_no_panel():

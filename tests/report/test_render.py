@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import nbformat
+import report_assertions as ra
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-import report_assertions as ra
 from workbook.report.notebook import execute
 from workbook.report.render import render_report
 
@@ -113,7 +113,7 @@ def test_report_from_executed_notebook_hides_code_parameters_and_live_output(mak
         "NOTEBOOK-ONLY-NARRATIVE",
         "papermill",
         "sections.banner",
-        "import",
+        "from workbook.report import",
     ):
         assert absent not in page, absent
     assert "Built from the run directory" not in page
@@ -136,3 +136,30 @@ def test_run_directory_with_only_a_log_still_gets_a_report(tmp_path):
     render_report(run)
     facts = ra.banner(ra.report_html(run))
     assert facts["verdict"] == "unjudged"
+
+
+def test_preflight_section_shows_nodes_and_resources_from_the_ray_launcher(make_run):
+    from workbook.report import sections
+
+    run = make_run("ppo", scenario="ppo-tiny-2n1cpu-fsdp2-vllm-ray")
+    assert "No pre-flight result" in sections.preflight(run).html
+    info = json.loads((run / "run.json").read_text())
+    node = {
+        "node_id": "abc123def4567890",
+        "ip": "10.0.0.5",
+        "alive": True,
+        "is_head": True,
+        "resources": {"CPU": 1.0, "GPU": 1.0, "memory": 2 * 1024**3, "node:10.0.0.5": 1.0},
+    }
+    info["ray_job"] = {
+        "preflight": {
+            "address": "http://127.0.0.1:8265",
+            "nodes": [node, dict(node, ip="10.0.0.6", is_head=False)],
+            "required": {"nodes": 2, "devices_per_node": 1, "device_resource": "GPU"},
+        }
+    }
+    (run / "run.json").write_text(json.dumps(info))
+    html = sections.preflight(run).html
+    assert html.count("<tr data-node>") == 2
+    assert "10.0.0.5 (head)" in html and "CPU 1, GPU 1, memory 2.0 GB" in html
+    assert "2 nodes x 1 GPU per node" in html and "node:10" not in html

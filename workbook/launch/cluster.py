@@ -12,7 +12,7 @@ Laptops and CI need "two Ray nodes" without two machines: a head and ``nodes - 1
 Its state (addresses, temp dir, PIDs) lives in a JSON file (``$WORKBOOK_CLUSTER_STATE`` or
 ``~/.cache/verl-workbook/cluster.json``) so ``up`` is idempotent and ``down`` knows what to stop.
 ``down`` never runs ``ray stop`` (that stops every Ray cluster of the machine): it finds the
-processes whose command line or open files mention the cluster's temp dir, plus their
+processes whose command line names the cluster's temp dir, plus their
 descendants (Ray workers rename themselves ``ray::...``), sends SIGTERM, and SIGKILLs the
 survivors after 10 s (process lookups through ``workbook.launch.processes``).
 """
@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -36,9 +35,9 @@ from typing import Any
 
 from workbook.errors import InputError, LaunchError
 from workbook.launch import processes, ray_client
+from workbook.launch.ray_nodes import node_ports, ray_executable, start_command
 from workbook.runs import write_atomic
 
-WORKER_PORT_SPAN = 200
 STARTUP_TIMEOUT_S = 120.0
 KILL_GRACE_S = 10.0
 START_ATTEMPTS = 3
@@ -53,14 +52,6 @@ def temp_dir_for(state_file: Path) -> Path:
     """A short temp dir unique to the state file (AF_UNIX paths in it must stay < 108 bytes)."""
     digest = hashlib.sha1(str(Path(state_file).resolve()).encode()).hexdigest()[:8]
     return Path("/tmp") / f"wb-ray-{digest}"
-
-
-def ray_executable() -> Path:
-    """The ``ray`` CLI of this interpreter's environment (the cluster must run the same Ray)."""
-    path = Path(sys.executable).parent / "ray"
-    if not path.exists():
-        raise LaunchError(f"no `ray` executable beside {sys.executable}; install ray[default]")
-    return path
 
 
 @dataclass
@@ -100,81 +91,6 @@ def _save_state(state: ClusterState, state_file: Path) -> None:
     write_atomic(state_file, json.dumps(state.to_dict(), indent=2) + "\n")
 
 
-# ---------------------------------------------------------------- ports
-
-
-def _port_is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("", port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_port(taken: set[int]) -> int:
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind(("", 0))
-            port = int(sock.getsockname()[1])
-        if port not in taken:
-            taken.add(port)
-            return port
-
-
-def _free_range(taken: set[int], span: int) -> tuple[int, int]:
-    """A block of ``span`` ports all free now, away from Ray's default worker range 10002-19999."""
-    rng = random.Random()
-    for _ in range(200):
-        start = rng.randrange(20000, 32000 - span)
-        block = range(start, start + span)
-        if taken.isdisjoint(block) and all(_port_is_free(p) for p in block[:: max(1, span // 20)]):
-            taken.update(block)
-            return start, start + span - 1
-    raise LaunchError("no free block of worker ports found between 20000 and 32000")
-
-
-def node_ports(head: bool, taken: set[int]) -> dict[str, int]:
-    """Every port one node listens on, chosen free (the head adds GCS, dashboard, client)."""
-    names = [
-        "node-manager-port",
-        "object-manager-port",
-        "dashboard-agent-listen-port",
-        "dashboard-agent-grpc-port",
-        "runtime-env-agent-port",
-        "metrics-export-port",
-    ]
-    if head:
-        names = ["port", "dashboard-port", "ray-client-server-port", *names]
-    ports = {name: _free_port(taken) for name in names}
-    ports["min-worker-port"], ports["max-worker-port"] = _free_range(taken, WORKER_PORT_SPAN)
-    return ports
-
-
-def start_command(
-    *,
-    ports: dict[str, int],
-    temp_dir: Path,
-    cpus: int,
-    devices: int,
-    device_resource: str,
-    head_address: str | None,
-) -> list[str]:
-    """argv of one ``ray start`` (pure: the head when ``head_address`` is None)."""
-    argv = [str(ray_executable()), "start"]
-    if head_address is None:
-        argv += ["--head", "--dashboard-host=127.0.0.1", "--include-dashboard=true"]
-    else:
-        argv += [f"--address={head_address}"]
-    argv += [f"--{name}={value}" for name, value in ports.items()]
-    argv += [f"--temp-dir={temp_dir}", f"--num-cpus={cpus}", "--disable-usage-stats"]
-    if device_resource.upper() == "GPU":
-        argv.append(f"--num-gpus={devices}")
-    else:
-        argv += ["--num-gpus=0", f"--resources={json.dumps({device_resource: devices})}"]
-    return argv
-
-
 def _ray_env() -> dict[str, str]:
     """Environment of the ``ray start`` processes (inherited by every job they run).
 
@@ -202,9 +118,18 @@ def _ensure_token(env: dict[str, str]) -> None:
 
 
 def _run(argv: list[str], env: dict[str, str], *, what: str) -> str:
+    """Run a ``ray`` command. A node started this way works in its temp dir, and so do the job
+    drivers it runs: never the caller's directory, whose files would shadow installed ones."""
+    cwd = next((a.split("=", 1)[1] for a in argv if a.startswith("--temp-dir=")), None)
     try:
         done = subprocess.run(
-            argv, env=env, capture_output=True, text=True, timeout=STARTUP_TIMEOUT_S, check=False
+            argv,
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=STARTUP_TIMEOUT_S,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         raise LaunchError(

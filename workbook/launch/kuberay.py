@@ -235,7 +235,9 @@ def _kubectl(args: list[str], *, stdin: str | None = None, timeout_s: float = 30
             f"`kubectl {' '.join(args[:3])}` did not answer within {timeout_s:g} s"
         ) from None
     if done.returncode != 0:
-        raise LaunchError(f"`kubectl {' '.join(args[:3])}` failed: {done.stderr.strip()[-1000:]}")
+        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+        last = lines[-1] if lines else f"exit {done.returncode}"
+        raise LaunchError(f"`kubectl {' '.join(args[:3])}` failed: {last}")
     return done.stdout
 
 

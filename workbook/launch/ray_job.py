@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import queue
 import shlex
@@ -27,14 +26,13 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-import workbook
 from workbook.errors import LaunchError
 from workbook.launch import cluster, ray_client
+from workbook.launch.job_log import LineLog, follow_log
 from workbook.launch.outcome import LineSink, Outcome, Plan, stop_requested
 from workbook.runs import RunDir
 
@@ -74,7 +72,7 @@ def workbook_modules(env: Mapping[str, str]) -> list[str]:
     node's ``importlib.metadata`` finds them. (vLLM's general-plugin entry point needs the
     workbook *installed* on the image; py_modules cannot carry entry points.)
     """
-    modules = [str(Path(workbook.__file__).parent)]
+    modules = [str(Path(__file__).resolve().parents[1])]  # the workbook package directory
     for entry in env.get("PYTHONPATH", "").split(":"):
         if entry and Path(entry).is_dir():
             modules += sorted(str(p) for p in Path(entry).glob("vllm-*.dist-info"))
@@ -107,82 +105,6 @@ def check_resources(
         f">= {devices_per_node} {device} each, and has {len(fit)} such node(s) among "
         f"{len(alive)} alive ({seen})"
     )
-
-
-@dataclass
-class LineLog:
-    """Appends streamed chunks to run.log as whole lines, never the same line twice.
-
-    Every (re)connection of Ray's tail starts from the job log's first byte, so each
-    connection counts its lines and only those past ``written`` are new.
-    """
-
-    handle: TextIO
-    on_line: LineSink | None
-    written: int = 0
-    _seen: int = 0
-    _partial: str = ""
-
-    def connect(self) -> None:
-        self._seen, self._partial = 0, ""
-
-    def feed(self, chunk: str) -> None:
-        *lines, self._partial = (self._partial + chunk).split("\n")
-        for line in lines:
-            self._seen += 1
-            if self._seen > self.written:
-                self._emit(line)
-
-    def reconcile(self, full_log: str) -> int:
-        """Append what the stream missed from the authoritative full log; count appended."""
-        lines = full_log.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        missing = lines[self.written :]
-        for line in missing:
-            self._emit(line)
-        return len(missing)
-
-    def _emit(self, line: str) -> None:
-        self.handle.write(line + "\n")
-        self.handle.flush()
-        self.written += 1
-        if self.on_line is not None:
-            self.on_line(line)
-
-
-def _tail_forever(
-    client: ray_client.JobsClient,
-    job_id: str,
-    out: queue.Queue[tuple[str, str]],
-    done: threading.Event,
-) -> None:
-    """Thread body: follow the job log, reconnecting until the job is over (or ``done``)."""
-
-    async def follow() -> None:
-        while not done.is_set():
-            out.put(("connect", ""))
-            try:
-                async for chunk in client.tail(job_id):
-                    out.put(("chunk", chunk))
-                    if done.is_set():
-                        return
-            except Exception as exc:  # noqa: BLE001 - any drop (aiohttp, Ray, socket): reconnect
-                out.put(("drop", f"{type(exc).__name__}: {exc}"))
-            else:
-                try:
-                    if client.state(job_id).terminal:
-                        return
-                except Exception as exc:  # noqa: BLE001 - status unknown: reconnect anyway
-                    out.put(("drop", f"{type(exc).__name__}: {exc}"))
-                out.put(("drop", "stream ended before the job did"))
-            for _ in range(10):
-                if done.is_set():
-                    return
-                await asyncio.sleep(0.1)
-
-    ray_client.run_coroutine(follow())
-    out.put(("end", ""))
 
 
 def resolve_address(address: str | None, env: Mapping[str, str]) -> str:
@@ -336,9 +258,7 @@ class RayJobLauncher:
         """Stream and poll until the job is over; stop it when asked. (reason, state, log info)."""
         chunks: queue.Queue[tuple[str, str]] = queue.Queue()
         done = threading.Event()
-        tail = threading.Thread(
-            target=_tail_forever, args=(client, job_id, chunks, done), daemon=True
-        )
+        tail = threading.Thread(target=follow_log, args=(client, job_id, chunks, done), daemon=True)
         stop_reason = ""
         drops: list[str] = []
         connects = [0]

@@ -125,17 +125,15 @@ def parse_row(text: str, line: int) -> StepLine | None:
     if match is None:
         return None
     step = int(match.group(1))
-    body = text[match.end() :]
-    if "np." in body:
-        body = NUMPY_ANYWHERE_RE.sub(_GROUP_ONE, body)
-    body = body.rstrip()
-    pairs = body.count(SEP)
-    if pairs and body.count(":") == pairs:
-        tokens = body.replace(SEP, ":").split(":")
-        plan = plan_for(tuple(tokens[1::2]))
+    row = NUMPY_ANYWHERE_RE.sub(_GROUP_ONE, text) if "np." in text else text
+    row = row.rstrip()
+    pairs = row.count(SEP)
+    if pairs and row.count(":") == pairs + 1:  # "step:N" plus one colon per pair
+        tokens = row.replace(SEP, ":").split(":")
+        plan = plan_for(tuple(tokens[2::2]))
         if plan.valid:
             try:
-                numbers = list(map(float, tokens[2::2]))
+                numbers = list(map(float, tokens[3::2]))
             except ValueError:
                 pass
             else:
@@ -311,7 +309,12 @@ class ConsoleParser:
         space = body.find(" ")
         if space == 0 or (space > 0 and not body.startswith(SEP, space) and body[space:] != " -"):
             return None
-        if not _straddle_ok(last if SEP in last else pending.last, joiner, line):
+        # Once two rows established the width, the shape suffices, unless this looks like a row
+        # of its own; the first wrap must also show a pair that only parses when joined.
+        first_wrap = pending.width is None
+        if (first_wrap or line.startswith("step:")) and not _straddle_ok(
+            last if SEP in last else pending.last, joiner, line
+        ):
             return None
         pending.width = width
         return joiner

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterable
 
 from workbook.errors import MetricsError
-from workbook.metrics.console import ConsoleParser, clean, ray_prefix, strip_prefix
+from workbook.metrics.console import clean, find_row, ray_prefix, strip_prefix
 from workbook.metrics.lines import iter_lines
 from workbook.metrics.loading import is_jsonl_file, load_metrics
 from workbook.metrics.model import RunMetrics
@@ -104,6 +104,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|A worker died or was killed while executing a task|WorkerCrashedError|NodeDiedError"
             r"|marked dead because the detector has missed too many heartbeats|LocalRayletDiedError"
             r"|ActorUnavailableError|Worker exit type: SYSTEM_ERROR"
+            # Ray's own node never came up (raylet/GCS start-up on an overloaded host)
+            r"|The current node timed out during startup"
         ),
     ),
     ("killed", re.compile(r"^Killed\s*$|^Terminated\s*$|received signal SIGTERM|Received SIGTERM")),
@@ -122,10 +124,15 @@ _CONFIG_FRAME_RE = re.compile(
 )
 _WRAPPER_RE = re.compile(r"^ray\.exceptions\.RayTaskError\b|^Error executing job with overrides")
 _TASK_RE = re.compile(r"ray::([\w.<>]+)\(")
-_QUICK = re.compile(
-    r"rror|xception|Traceback|memory|Memory|EI00|EL00|[Tt]imed? ?out|[Ww]atchdog|died|dead|"
-    r"override|struct|GPUs|NPUs|Killed|Terminated|SIGTERM|ncclS|ncclI|ncclR|HCCL|config"
-)
+# Every pattern above contains one of these; a line with none of them is skipped cheaply
+# (substring tests run at memory speed, a regex alternation does not).
+_KEYWORDS = (
+    "rror", "xception", "Traceback", "Exit", "Interrupt", "Failure", "Iteration",
+    "out of memory", "OutOfMemory", "low on memory", "memory pressure", "available memory",
+    "EI00", "EL00", "imed out", "ime out", "imeout", "atchdog", "NCCL", "nccl", "HCCL",
+    "died", "dead", "SYSTEM_ERROR", "verride", "struct", "not in '", "config", "mandatory",
+    "converted to", "GPUs", "NPUs", "Killed", "Terminated", "SIGTERM",
+)  # fmt: skip
 
 
 @dataclass
@@ -168,7 +175,6 @@ class Diagnoser:
         self.lineno = 0
         self.max_step: int | None = None
         self.signals: list[Signal] = []
-        self._steps = ConsoleParser(wraps=False)
         self._trace: dict[str, int] = {}  # prefix -> 0 none, 1 in traceback, 2 after exception line
         self._config_frames: set[str] = (
             set()
@@ -180,11 +186,13 @@ class Diagnoser:
 
     def feed(self, raw: str) -> None:
         self.lineno += 1
-        for row in self._steps.feed(raw):
-            if self.max_step is None or row.step > self.max_step:
-                self.max_step = row.step
-        prefix_state = bool(self._trace)
-        if not prefix_state and not _QUICK.search(raw):
+        if "step:" in raw:
+            row = find_row(strip_prefix(clean(raw)))
+            if row is not None:  # a metrics row: progress, never an error
+                step = int(row[5 : row.find(" ")] if " " in row else row[5:])
+                self.max_step = step if self.max_step is None else max(self.max_step, step)
+                return
+        if not self._trace and not any(word in raw for word in _KEYWORDS):
             return
         line = clean(raw)
         prefix = ray_prefix(line)
@@ -257,8 +265,6 @@ class Diagnoser:
         status: str | None = None,
     ) -> Diagnosis:
         """The verdict given what the log said and how the process ended."""
-        for row in self._steps.finish():
-            self.max_step = row.step if self.max_step is None else max(self.max_step, row.step)
         last_step = metrics.last_step if metrics is not None and len(metrics) else self.max_step
         stopped = status in STOP_STATUSES or exit_code in KILL_EXIT_CODES
         clean_exit = exit_code == 0 and status not in STOP_STATUSES + ("failed",)

@@ -46,10 +46,9 @@ def summary_table(run: RunMetrics, title: str = "") -> str:
     width = max(len(n) for n in HEADLINE)
     lines.append(f"{'metric':<{width}}  {'first':>12}  {'last':>12}")
     for name in HEADLINE:
-        series = run.series(name)
+        series = list(run.series(name).values())
         if series:
-            values = list(series.values())
-            lines.append(f"{name:<{width}}  {_short(values[0]):>12}  {_short(values[-1]):>12}")
+            lines.append(f"{name:<{width}}  {_short(series[0]):>12}  {_short(series[-1]):>12}")
         else:
             lines.append(f"{name:<{width}}  {'-':>12}  {'-':>12}")
     return "\n".join(lines)

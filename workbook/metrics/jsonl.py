@@ -27,7 +27,9 @@ try:  # verl's own writer; about 3x faster than the standard library on these li
         except orjson.JSONDecodeError:
             return json.loads(raw)  # the standard library also reads NaN/Infinity literals
 except ImportError:  # pragma: no cover - orjson comes with verl
-    _loads = json.loads
+
+    def _loads(raw: str | bytes) -> Any:
+        return json.loads(raw)
 
 NAN = math.nan
 _NUMBERS = {float, int, bool}  # bool too: verl logs any numbers.Number

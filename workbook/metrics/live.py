@@ -88,6 +88,10 @@ class _Merger:
             )
             if changed:
                 out.setdefault(row.step, {}).update(changed)
+        parser = stream.parser
+        if isinstance(parser, ConsoleParser) and parser.validation:  # pprinted validation dicts
+            for kind, values in parser.validation.items():
+                self.metrics.validation.setdefault(kind, {}).update(values)
 
 
 class _Follower:

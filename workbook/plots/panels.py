@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import matplotlib
 
 matplotlib.use("Agg")  # files only; never a window, also inside a kernel with another backend
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
-from workbook.metrics.model import RunMetrics  # noqa: E402
+from workbook.metrics.model import RunMetrics
 
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -157,7 +157,7 @@ def draw(
 ) -> bytes:
     """One figure with one subplot per axis, each metric a line against the step."""
     bands = bands or {}
-    fig, subplots = _figure(len(axes))
+    fig, subplots = new_figure(len(axes))
     for ax, spec in zip(subplots, axes):
         for i, name in enumerate(spec.metrics):
             series = metrics.series(name)
@@ -193,7 +193,7 @@ def timing_breakdown(metrics: RunMetrics) -> Panel | None:
     other = [max(t - sum(r[i] for r in rows.values()), 0.0) for i, t in enumerate(total)]
     if any(other):
         rows["other"] = other
-    fig, (ax,) = _figure(1)
+    fig, (ax,) = new_figure(1)
     bottom = [0.0] * len(steps)
     for i, (name, values) in enumerate(sorted(rows.items(), key=lambda kv: -sum(kv[1]))):
         label, colour = name.removeprefix("timing_s/"), OKABE_ITO[i % len(OKABE_ITO)]
@@ -220,56 +220,6 @@ def timing_breakdown(metrics: RunMetrics) -> Panel | None:
     return Panel("timing_breakdown", "Where a step's time goes", to_png(fig), tuple(rows))
 
 
-def trend_chart(
-    title: str,
-    labels: Sequence[str],
-    series: dict[str, list[float | None]],
-    units: dict[str, str],
-    first_out: dict[str, int],
-) -> bytes:
-    """Headline numbers across runs (one subplot each); the first run outside its band is ringed."""
-    names = [n for n, vals in series.items() if any(v is not None for v in vals)]
-    fig, subplots = _figure(
-        max(len(names), 1), width=max(WIDTH_IN, 2.6 * len(names)), height=2.6, layout=None
-    )  # fixed margins: constrained layout doubles the cost
-    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.3, top=0.82, wspace=0.35)
-    xs = list(range(len(labels)))
-    for i, (ax, name) in enumerate(zip(subplots, names)):
-        points = [(x, v) for x, v in zip(xs, series[name]) if v is not None and math.isfinite(v)]
-        if points:
-            ax.plot(
-                [p[0] for p in points],
-                [p[1] for p in points],
-                color=OKABE_ITO[i % 8],
-                marker=MARKERS[i % 8],
-                markersize=4,
-                markevery=_every(len(points)),
-                linewidth=1.4,
-            )
-        if name in first_out and series[name][first_out[name]] is not None:
-            x = first_out[name]
-            ax.plot(
-                [x],
-                [series[name][x]],
-                marker="o",
-                markersize=12,
-                markerfacecolor="none",
-                markeredgecolor=OKABE_ITO[3],
-                markeredgewidth=2,
-                label=f"first out of band: {labels[x]}",
-            )
-            ax.legend(fontsize=7, frameon=False, loc="best")
-        ax.set_title(name, fontsize=9)
-        ax.set_ylabel(units.get(name, ""), fontsize=8)
-        ticks = xs[:: max(1, len(xs) // 6)]
-        ax.set_xticks(ticks, [labels[t] for t in ticks], rotation=30, ha="right")
-        ax.set_xlabel("run (oldest to newest)", fontsize=8)
-        ax.grid(True, alpha=0.3)
-        ax.tick_params(labelsize=7)
-    fig.suptitle(title, fontsize=10)
-    return to_png(fig)
-
-
 def to_png(fig: Figure) -> bytes:
     """PNG bytes at a modest resolution; the figure is closed (no leak across 1,000 charts)."""
     buffer = io.BytesIO()
@@ -280,12 +230,13 @@ def to_png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def _figure(
+def new_figure(
     count: int,
     width: float = WIDTH_IN,
     height: float = HEIGHT_IN,
     layout: str | None = "constrained",
 ) -> tuple[Figure, list]:
+    """A one-row figure of ``count`` subplots; a report panel is about 600 px wide at ``DPI``."""
     fig, axes = plt.subplots(
         1,
         count,
@@ -307,7 +258,7 @@ def _line(ax, series: dict[int, float], name: str, i: int) -> None:  # type: ign
         linestyle=DASHES[i % 4],
         markersize=4,
         linewidth=1.5,
-        markevery=_every(len(steps)),
+        markevery=every(len(steps)),
     )
 
 
@@ -358,10 +309,15 @@ def _finish(ax) -> None:  # type: ignore[no-untyped-def]
     ax.legend(fontsize=8, frameon=False, loc="best")
 
 
+# Metrics that verl logs as 0 when they do not apply: the lower clip fraction outside dual-clip
+# losses, accelerator memory on CPU. Identically zero, they are not drawn.
+ZERO_MEANS_ABSENT = ("actor/pg_clipfrac_lower", "actor/perf/max_memory_allocated_gb")
+
+
 def _drawable(metrics: RunMetrics, name: str) -> bool:
-    """Present, with a finite value; the lower clip fraction only when not identically zero."""
+    """Present with a finite value (and not identically zero where zero means "not measured")."""
     values = [v for v in metrics.series(name).values() if math.isfinite(v)]
-    if name == "actor/pg_clipfrac_lower":
+    if name in ZERO_MEANS_ABSENT:
         return any(v != 0 for v in values)
     return bool(values)
 
@@ -378,7 +334,8 @@ def _finite(value: float | None) -> float:
     return value if value is not None and math.isfinite(value) else 0.0
 
 
-def _every(count: int) -> int:
+def every(count: int) -> int:
+    """Marker spacing: about 25 markers per line, so 2,000 steps stay readable and cheap."""
     return max(1, count // 25)
 
 

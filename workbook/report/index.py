@@ -17,7 +17,7 @@ from base64 import b64encode
 from datetime import datetime, timezone
 from pathlib import Path
 
-from workbook.plots.panels import trend_chart
+from workbook.plots.trends import trend_chart
 from workbook.report.page import page
 from workbook.report.summary import HEADLINES, RunSummary, find_runs, summarize
 from workbook.report.view import date_text, duration_text
@@ -80,7 +80,7 @@ def _filters(runs: list[RunSummary]) -> str:
         for v in ("passed", "regressed", "failed", "running", "unjudged", "unknown")
         if any(r.verdict == v for r in runs)
     ]
-    options = lambda values: "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in values)  # noqa: E731
+    options = lambda values: "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in values)
     return (
         '<div class="filters"><label>scenario <select id="f-scenario"><option value="">all</option>'
         f'{options(scenarios)}</select></label><label>verdict <select id="f-verdict">'

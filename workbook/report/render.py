@@ -36,14 +36,16 @@ def render_report(run_dir: Path) -> Path:
     """Write ``report.html`` into the run directory (from the notebook when it ran through)."""
     run_dir = Path(run_dir)
     notebook = _load_notebook(run_dir / RUN_FILES["notebook"])
+    body, why = "", "is missing or unreadable"
     if notebook is not None and _reached_report(notebook):
-        body = notebook_body(notebook)
-    else:
-        note = (
-            '<p class="wb-note">Built from the run directory: the notebook '
-            + ("is missing or unreadable" if notebook is None else "did not reach its report cells")
-            + ".</p>"
-        )
+        try:
+            body = notebook_body(notebook)
+        except Exception as exc:  # noqa: BLE001 - a notebook nbconvert chokes on still gets a report
+            why = f"could not be converted ({type(exc).__name__})"
+    elif notebook is not None:
+        why = "did not reach its report cells"
+    if not body:
+        note = f'<p class="wb-note">Built from the run directory: the notebook {why}.</p>'
         body = "".join(s.html for s in sections.report_sections(run_dir)) + note
     view = sections.view(run_dir)
     title = f"{view.verdict[0].upper()} · {view.scenario} · {view.run_id}"

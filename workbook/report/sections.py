@@ -10,17 +10,26 @@ one self-contained file. Every element carries a ``data-*`` attribute that tests
 from __future__ import annotations
 
 import html
-import json
 from base64 import b64encode
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from workbook import provenance
 from workbook.plots.panels import Panel, build_panels, regression_panel
 from workbook.report.view import RunView, band_of, bands, date_text, duration_text, load_view
 
 _e = html.escape
+CHECKS_NOTE = (
+    "Every check is a row: its value, what was expected and whether it held. A failed comparison "
+    "with a baseline is drawn below the table against the baseline's allowed range."
+)
+PLOTS_NOTE = (
+    "Clip fraction: the share of tokens whose importance ratio left [1 - clip_ratio_low, "
+    "1 + clip_ratio_high] (the configured ratios are in its title). A panel whose metrics the run "
+    "did not log is left out; a baseline, where the checks have one, is a shaded band."
+)
 
 
 @dataclass(frozen=True)
@@ -114,7 +123,8 @@ def checks(run: Any) -> Section:
                 figures.append(_figure(panel))
     return Section(
         "checks",
-        f'<section data-section="checks"><h2>Checks</h2>{table}{"".join(figures)}</section>',
+        f'<section data-section="checks"><h2>Checks</h2><p class="wb-note">{CHECKS_NOTE}</p>'
+        f"{table}{''.join(figures)}</section>",
     )
 
 
@@ -135,7 +145,7 @@ def plots(run: Any) -> Section:
     )
     return Section(
         "plots",
-        '<section data-section="plots"><h2>Plots</h2>'
+        f'<section data-section="plots"><h2>Plots</h2><p class="wb-note">{PLOTS_NOTE}</p>'
         + "".join(_figure(p) for p in panels)
         + "</section>",
     )
@@ -230,34 +240,69 @@ def reproducibility(run: Any) -> Section:
 
 
 def preflight(run: Any) -> Section:
-    """The Ray launcher's pre-flight result (``run.json`` key ``preflight``): nodes and resources."""
-    found = view(run).run.get("preflight")
-    if not found:
+    """The Ray launcher's pre-flight: the nodes it found, their resources, what was required."""
+    info = view(run).run
+    found = next(
+        (
+            d
+            for d in (
+                info.get("preflight"),
+                (info.get("ray_job") or {}).get("preflight"),
+                (info.get("launch_details") or {}).get("preflight"),
+            )
+            if d
+        ),
+        None,
+    )
+    head = '<section data-section="preflight"><h2>Pre-flight</h2>'
+    if not isinstance(found, dict):
         return Section(
             "preflight",
-            '<section data-section="preflight"><h2>Pre-flight</h2>'
-            "<p>No pre-flight result recorded (local launcher, or not run yet).</p></section>",
+            head + "<p>No pre-flight result recorded (local launcher, "
+            "or the run did not reach the cluster).</p></section>",
         )
-    nodes = found.get("nodes") if isinstance(found, dict) else None
     rows = "".join(
-        f"<tr><td>{_e(str(n.get('node_id') or n.get('address') or i))}</td>"
-        f"<td>{_e(str(n.get('alive', '')))}</td><td>{_e(json.dumps(n.get('resources', {})))}</td></tr>"
-        for i, n in enumerate(nodes or [])
+        f"<tr data-node><td>{_e(str(n.get('ip', '')))}{' (head)' if n.get('is_head') else ''}</td>"
+        f"<td>{_e(str(n.get('node_id', ''))[:12])}</td><td>{'yes' if n.get('alive') else 'no'}</td>"
+        f"<td>{_e(_resources(n.get('resources') or {}))}</td></tr>"
+        for n in found.get("nodes") or []
         if isinstance(n, dict)
     )
-    rest = (
-        {k: val for k, val in found.items() if k != "nodes"} if isinstance(found, dict) else found
-    )
-    return Section(
-        "preflight",
-        '<section data-section="preflight"><h2>Pre-flight</h2>'
-        + (
-            f'<table class="wb-kv"><tr><th>node</th><th>alive</th><th>resources</th></tr>{rows}</table>'
-            if rows
-            else ""
+    need = found.get("required") or {}
+    wanted = (
+        (
+            f"<p>Required: {_e(str(need.get('nodes')))} nodes x {_e(str(need.get('devices_per_node')))} "
+            f"{_e(str(need.get('device_resource', 'device')))} per node; cluster at "
+            f"<code>{_e(str(found.get('address', '')))}</code>.</p>"
         )
-        + f"<pre>{_e(json.dumps(rest, indent=2, default=str))}</pre></section>",
+        if need
+        else ""
     )
+    table = (
+        (
+            '<table class="wb-kv"><tr><th>node</th><th>id</th><th>alive</th><th>resources</th></tr>'
+            f"{rows}</table>"
+        )
+        if rows
+        else "<p>No alive node reported.</p>"
+    )
+    return Section("preflight", head + wanted + table + "</section>")
+
+
+def _resources(resources: dict[str, Any]) -> str:
+    """CPU, GPU/NPU and memory first; Ray's per-node bookkeeping resources left out."""
+    shown = {k: v for k, v in resources.items() if not k.startswith(("node:", "accelerator_type"))}
+    parts = []
+    for key, value in sorted(
+        shown.items(), key=lambda kv: (kv[0] not in ("CPU", "GPU", "NPU"), kv[0])
+    ):
+        if "memory" in key and isinstance(value, (int, float)):
+            parts.append(f"{key} {value / 1024**3:.1f} GB")
+        else:
+            parts.append(
+                f"{key} {value:g}" if isinstance(value, (int, float)) else f"{key} {value}"
+            )
+    return ", ".join(parts)
 
 
 def report_sections(run: Any) -> list[Section]:

@@ -101,7 +101,7 @@ def headline(metrics: RunMetrics) -> dict[str, float | None]:
 
 
 def _compute(run_dir: Path) -> RunSummary:
-    view = load_view(run_dir)
+    view = load_view(run_dir, quick=True)
     verdict, reason = view.verdict
     failed_metrics = {str(r.get("metric")) for r in view.rows if r.get("status") == "fail"}
     out = [name for name, (candidates, _u) in HEADLINES.items() if failed_metrics & set(candidates)]

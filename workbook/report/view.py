@@ -108,36 +108,70 @@ class RunView:
         return [redact_text(line) for line in tail[-lines:]]
 
 
-def load_view(run_dir: Path | str) -> RunView:
-    """Read a run directory; a missing or unreadable file is simply absent from the view."""
-    path = Path(run_dir)
+def load_view(run_dir: Path | str, *, quick: bool = False) -> RunView:
+    """Read a run directory; a missing or unreadable file is simply absent from the view.
+
+    The last few views are kept while their files are unchanged: a report's sections each ask
+    for the same run, and a 2,000-step run's metrics should be parsed once, not six times.
+    ``quick`` reads only ``metrics.jsonl`` when there is one (the index's headline numbers do
+    not need the console log, which can be hundreds of megabytes).
+    """
+    path = Path(run_dir).resolve()
+    signature = (quick, *_signature(path))
+    cached = _CACHE.get(path)
+    if cached is not None and cached[0] == signature:
+        return cached[1]
     view = RunView(
         path=path,
         run=redact_mapping(_read_json(path / RUN_FILES["run"])),
         checks=redact_mapping(_read_json(path / RUN_FILES["checks"])),
     )
-    view.metrics = read_metrics(path)
+    view.metrics = read_metrics(path, quick=quick)
+    if len(_CACHE) >= 8:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[path] = (signature, view)
     return view
 
 
-def read_metrics(path: Path) -> RunMetrics:
-    """The run's metrics through the shared loader; none when the run logged none."""
-    from workbook.metrics.loading import load_metrics
+_CACHE: dict[Path, tuple[tuple[object, ...], RunView]] = {}
 
-    if not (path / RUN_FILES["metrics"]).exists() and not (path / RUN_FILES["log"]).exists():
+
+def _signature(path: Path) -> tuple[object, ...]:
+    found: list[object] = []
+    for key in ("run", "checks", "metrics", "log"):
+        try:
+            stat = (path / RUN_FILES[key]).stat()
+            found.append((stat.st_size, stat.st_mtime_ns))
+        except OSError:
+            found.append(None)
+    return tuple(found)
+
+
+def read_metrics(path: Path, *, quick: bool = False) -> RunMetrics:
+    """The run's metrics through the shared loader; none when the run logged none."""
+    from workbook.metrics.loading import load_metrics, read_metrics_file
+
+    jsonl = path / RUN_FILES["metrics"]
+    if not jsonl.exists() and not (path / RUN_FILES["log"]).exists():
         return RunMetrics()
     try:
+        if quick and jsonl.is_file() and jsonl.stat().st_size:
+            return read_metrics_file(jsonl)
         return load_metrics(path)
     except MetricsError:
         return RunMetrics()
 
 
 def bands(rows: list[dict[str, Any]]) -> dict[str, Band]:
-    """Baseline bands per metric from check rows (both the flat and the nested row shapes)."""
+    """Baseline bands per metric from check rows (both the flat and the nested row shapes).
+
+    Only rows that compare with a baseline (a reference value or series) give a band: a sanity
+    bound such as "clip fraction within [0, 1]" is not a baseline and would flatten the plot.
+    """
     found: dict[str, Band] = {}
     for row in rows:
         band = band_of(row)
-        if band is not None and row.get("metric"):
+        if band is not None and (band.value is not None or band.series) and row.get("metric"):
             found.setdefault(str(row["metric"]), band)
     return found
 
@@ -168,7 +202,7 @@ def duration_text(seconds: Any) -> str:
     value = _num(seconds)
     if value is None:
         return "unknown"
-    minutes, secs = divmod(int(round(value)), 60)
+    minutes, secs = divmod(round(value), 60)
     hours, minutes = divmod(minutes, 60)
     return (
         f"{hours} h {minutes:02d} min"

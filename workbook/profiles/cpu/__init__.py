@@ -90,8 +90,6 @@ def cpu_overrides(
         overrides += [
             f"ray_kwargs.ray_init.num_cpus={RAY_NUM_CPUS}",
             f"+ray_kwargs.ray_init.num_gpus={nnodes * devices_per_node}",
-            # nobody looks at a throw-away cluster's dashboard; it costs memory and a fixed port
-            "+ray_kwargs.ray_init.include_dashboard=False",
         ]
         if ray_temp_dir:
             overrides.append(f"+ray_kwargs.ray_init._temp_dir={ray_temp_dir}")

@@ -1,0 +1,62 @@
+"""Trend charts for the index: a scenario's headline numbers across runs (nights).
+
+Drawn with the panels' figure helpers (matplotlib stays behind ``panels``); fixed margins
+instead of constrained layout, because an index of many scenarios redraws many of these.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from workbook.plots.panels import MARKERS, OKABE_ITO, WIDTH_IN, every, new_figure, to_png
+
+
+def trend_chart(
+    title: str,
+    labels: Sequence[str],
+    series: dict[str, list[float | None]],
+    units: dict[str, str],
+    first_out: dict[str, int],
+) -> bytes:
+    """Headline numbers across runs (one subplot each); the first run outside its band is ringed."""
+    names = [n for n, vals in series.items() if any(v is not None for v in vals)]
+    fig, subplots = new_figure(
+        max(len(names), 1), width=max(WIDTH_IN, 2.6 * len(names)), height=2.6, layout=None
+    )  # fixed margins: constrained layout doubles the cost
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.3, top=0.82, wspace=0.35)
+    xs = list(range(len(labels)))
+    for i, (ax, name) in enumerate(zip(subplots, names)):
+        points = [(x, v) for x, v in zip(xs, series[name]) if v is not None and math.isfinite(v)]
+        if points:
+            ax.plot(
+                [p[0] for p in points],
+                [p[1] for p in points],
+                color=OKABE_ITO[i % 8],
+                marker=MARKERS[i % 8],
+                markersize=4,
+                markevery=every(len(points)),
+                linewidth=1.4,
+            )
+        if name in first_out and series[name][first_out[name]] is not None:
+            x = first_out[name]
+            ax.plot(
+                [x],
+                [series[name][x]],
+                marker="o",
+                markersize=12,
+                markerfacecolor="none",
+                markeredgecolor=OKABE_ITO[3],
+                markeredgewidth=2,
+                label=f"first out of band: {labels[x]}",
+            )
+            ax.legend(fontsize=7, frameon=False, loc="best")
+        ax.set_title(name, fontsize=9)
+        ax.set_ylabel(units.get(name, ""), fontsize=8)
+        ticks = xs[:: max(1, len(xs) // 6)]
+        ax.set_xticks(ticks, [labels[t] for t in ticks], rotation=30, ha="right")
+        ax.set_xlabel("run (oldest to newest)", fontsize=8)
+        ax.grid(True, alpha=0.3)
+        ax.tick_params(labelsize=7)
+    fig.suptitle(title, fontsize=10)
+    return to_png(fig)
