@@ -152,7 +152,7 @@ def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
     reader = ChunkReader()
     view = None
     if live:
-        from workbook.plots.panels import LiveView
+        from workbook.plots.live import LiveView
 
         view = LiveView(clip_ratio_low=run.scenario.clip_ratio_low, clip_ratio_high=run.scenario.clip_ratio_high)
     tail: list[str] = []

@@ -1,4 +1,4 @@
-"""``workbook report``, ``workbook index`` and ``workbook publish``: thin shells over the library."""
+"""``workbook report``, ``index`` and ``publish``: thin shells over the library."""
 
 from __future__ import annotations
 

@@ -39,11 +39,16 @@ document.getElementById('f-verdict').addEventListener('change',wbFilter);wbFilte
 
 INDEX_CSS = """<style>body{max-width:1500px}
 .badge{display:inline-block;padding:1px 8px;border-radius:9px;font-weight:700;font-size:.8em;color:#fff}
-.b-passed{background:#007a5a}.b-regressed{background:#b36b00}.b-failed{background:#b84a00}
-.b-running{background:#0072B2}.b-unjudged,.b-unknown{background:#666}
-#runs td{white-space:nowrap}#runs td.reason{white-space:normal;max-width:26em;font-size:.85em;
+.b-passed{background:#007a5a}
+.b-regressed{background:#b36b00}
+.b-failed{background:#b84a00}
+.b-running{background:#0072B2}
+.b-unjudged,.b-unknown{background:#666}
+#runs td{white-space:nowrap}
+#runs td.reason{white-space:normal;max-width:26em;font-size:.85em;
 overflow-wrap:anywhere}
-.filters{margin:8px 0}.filters label{margin-right:14px}
+.filters{margin:8px 0}
+.filters label{margin-right:14px}
 </style>"""
 
 

@@ -86,7 +86,7 @@ def summarize(run_dir: Path) -> RunSummary:
 
 
 def headline(metrics: RunMetrics) -> dict[str, float | None]:
-    """Mean step time and throughput (steps after the first, a warm-up), final reward, clip fraction."""
+    """Mean step time and throughput (after the warm-up step), final reward, clip fraction."""
     numbers: dict[str, float | None] = {}
     for name, (candidates, _unit) in HEADLINES.items():
         metric = next((m for m in candidates if metrics.has(m)), None)
