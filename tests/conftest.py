@@ -141,3 +141,32 @@ def stopped_run(session_env: dict[str, str], cpu_assets) -> CliRun:  # type: ign
         rest, _ = proc.communicate(timeout=300)
         output = "".join(lines) + rest
         return CliRun(["run", "<interrupted>"], proc.returncode, output, run_dir_from(output))
+
+
+@dataclass
+class ClusterRun:
+    """`workbook cluster up --nodes 2`, a run on it, then `workbook cluster down`."""
+
+    up: CliRun
+    run: CliRun
+    down: CliRun
+    temp_dir: str
+    leftovers: list[str]
+
+
+@pytest.fixture(scope="session")
+def ppo_ray_run(session_env: dict[str, str], cpu_assets) -> ClusterRun:  # type: ignore[no-untyped-def]
+    """The tiny PPO scenario through the Ray launcher on a real local 2-node cluster."""
+    import psutil
+
+    with HeavyLock():
+        up = workbook_cli(["cluster", "up", "--nodes", "2"], session_env, timeout=900)
+        state = json.loads(Path(session_env["WORKBOOK_CLUSTER_STATE"]).read_text()) if up.exit_code == 0 else {}
+        try:
+            run = workbook_cli(["run", str(PPO_TINY_RAY)], session_env)
+        finally:
+            down = workbook_cli(["cluster", "down"], session_env, timeout=300)
+        temp_dir = state.get("temp_dir", "<no cluster>")
+        leftovers = [" ".join(p.info["cmdline"] or ())[:200] for p in psutil.process_iter(["cmdline"])
+                     if temp_dir in " ".join(p.info["cmdline"] or ())]
+        return ClusterRun(up, run, down, temp_dir, leftovers)

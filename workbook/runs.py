@@ -45,6 +45,11 @@ def default_root() -> Path:
     return Path(os.environ.get("WORKBOOK_RUNS", "runs")).expanduser()
 
 
+def now_iso() -> str:
+    """A run's timestamps: UTC, ISO 8601, to the second."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
 def new_run_id(now: datetime | None = None) -> str:
     now = now or datetime.now(timezone.utc)
     return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)

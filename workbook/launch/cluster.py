@@ -29,14 +29,13 @@ import sys
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from workbook.errors import InputError, LaunchError
 from workbook.launch import processes, ray_client
 from workbook.launch.ray_nodes import node_ports, ray_executable, start_command
-from workbook.runs import write_atomic
+from workbook.runs import now_iso, write_atomic
 
 STARTUP_TIMEOUT_S = 120.0
 KILL_GRACE_S = 10.0
@@ -266,7 +265,7 @@ def up(
         devices_per_node=devices_per_node,
         device_resource=device_resource,
         ports=[head_ports],
-        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        started_at=now_iso(),
     )
     _save_state(state, state_file)  # written first so `down` can clean up a failed start
     try:

@@ -12,18 +12,13 @@ import os
 import subprocess
 import threading
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
 from workbook.command.builder import ray_temp_dir
 from workbook.launch import processes
 from workbook.launch.outcome import LineSink, Outcome, Plan, stop_requested
-from workbook.runs import RunDir
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+from workbook.runs import RunDir, now_iso
 
 
 def child_env(plan: Plan, base: dict[str, str] | None = None) -> dict[str, str]:

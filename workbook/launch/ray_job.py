@@ -26,7 +26,6 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ from workbook.errors import LaunchError
 from workbook.launch import cluster, ray_client
 from workbook.launch.job_log import LineLog, follow_log
 from workbook.launch.outcome import LineSink, Outcome, Plan, stop_requested
-from workbook.runs import RunDir
+from workbook.runs import RunDir, now_iso
 
 # Never forwarded into the job: the token would show in the job's runtime env, and the job
 # supervisor sets RAY_ADDRESS for the driver itself.
@@ -119,10 +118,6 @@ def resolve_address(address: str | None, env: Mapping[str, str]) -> str:
     return ray_client.dashboard_url(address, env)
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 class RayJobLauncher:
     """Run plans as Ray jobs on the cluster at ``address`` (else ``$RAY_ADDRESS``).
 
@@ -203,7 +198,7 @@ class RayJobLauncher:
         on_line: LineSink | None = None,
         timeout_s: float | None = None,
     ) -> Outcome:
-        started, t0 = _now(), time.monotonic()
+        started, t0 = now_iso(), time.monotonic()
         client = self.connect(plan.env)
         pre = self._preflight(client)
         ship = self.ship_workbook if self.ship_workbook is not None else not pre["local"]
@@ -240,7 +235,7 @@ class RayJobLauncher:
             status=status,
             exit_code=state.driver_exit_code,
             started_at=started,
-            ended_at=_now(),
+            ended_at=now_iso(),
             wall_time_s=round(time.monotonic() - t0, 3),
             message=message,
             details={"ray_job": record},

@@ -338,11 +338,3 @@ def every(count: int) -> int:
     """Marker spacing: about 25 markers per line, so 2,000 steps stay readable and cheap."""
     return max(1, count // 25)
 
-
-def __getattr__(name: str) -> object:
-    """``LiveView`` lives in :mod:`workbook.plots.live` (it needs IPython); kept importable here."""
-    if name == "LiveView":
-        from workbook.plots.live import LiveView
-
-        return LiveView
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
