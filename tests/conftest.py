@@ -125,7 +125,7 @@ def failed_run(session_env: dict[str, str], cpu_assets) -> CliRun:  # type: igno
 
 @pytest.fixture(scope="session")
 def stopped_run(session_env: dict[str, str], cpu_assets) -> CliRun:  # type: ignore[no-untyped-def]
-    """The default scenario interrupted (SIGINT, as Ctrl-C) once verl is up and training."""
+    """The default scenario interrupted (SIGINT, as Ctrl-C) once Ray and verl's workers are up."""
     with HeavyLock():
         proc = subprocess.Popen([*WORKBOOK, "run", str(GSPO_TINY)], env=session_env, cwd=REPO,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -134,8 +134,8 @@ def stopped_run(session_env: dict[str, str], cpu_assets) -> CliRun:  # type: ign
         deadline = time.monotonic() + 600
         for line in proc.stdout:
             lines.append(line)
-            # Stop mid-way: Ray and vLLM are up and the first step is done.
-            if "step:1 " in line or time.monotonic() > deadline:
+            # Stop mid-way: Ray is up and verl's FSDP workers have started.
+            if "(WorkerDict pid=" in line or time.monotonic() > deadline:
                 proc.send_signal(signal.SIGINT)
                 break
         rest, _ = proc.communicate(timeout=300)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from workbook.checks.baseline import Baseline, import_ascend_text, load_baseline
 from workbook.checks.blessing import bless
+from workbook.checks.spec import CheckSpec, parse_checks
+from workbook.errors import ParamsError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,6 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, help="baseline file to write (default: the "
                         "scenario's checks.baseline, else params/baselines/<scenario>.<hw>.json)")
     parser.add_argument("--hardware", help="hardware label (default: the scenario's profile)")
+    parser.add_argument("--scenario", type=Path, help="take the checks (window, policies, baseline "
+                        "path) from this scenario file instead of the runs' resolved params: "
+                        "for a first baseline, or after changing the checks")
     parser.set_defaults(handler=run_bless)
 
     group = sub.add_parser("baseline", help="baseline files").add_subparsers(dest="baseline_cmd",
@@ -40,9 +45,26 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_bless(args: argparse.Namespace) -> int:
-    baseline = bless(args.run_dirs, args.out, hardware=args.hardware)
+    spec, out = None, args.out
+    if args.scenario is not None:
+        spec, out = _scenario_checks(args.scenario, out)
+    baseline = bless(args.run_dirs, out, spec=spec, hardware=args.hardware)
     _summary(baseline)
     return 0
+
+
+def _scenario_checks(path: Path, out: Path | None) -> tuple[CheckSpec, Path | None]:
+    """The scenario's checks, minus the baseline file they name (the one being written)."""
+    from workbook.params.loader import resolve
+
+    data, problems = resolve(path)
+    section = dict(data.get("checks") or {})
+    target = section.pop("baseline", None)
+    params_dir = path.resolve().parent
+    spec, more = parse_checks(section, params_dir=params_dir)
+    if problems or more:
+        raise ParamsError(problems + more, str(path))
+    return spec, out or (params_dir / str(target) if target else None)
 
 
 def run_import(args: argparse.Namespace) -> int:
