@@ -35,8 +35,9 @@ class CliRun:
 
     args: list[str]
     exit_code: int
-    output: str
+    output: str  # stdout then stderr
     run_dir: Path | None
+    stdout: str = ""
 
     def json(self, name: str) -> dict:
         assert self.run_dir is not None
@@ -99,7 +100,7 @@ def workbook_cli(args: list[str], env: dict[str, str], timeout: float = 1500) ->
     proc = subprocess.run([*WORKBOOK, *args], env=env, cwd=REPO, capture_output=True, text=True,
                           timeout=timeout)
     output = proc.stdout + proc.stderr
-    return CliRun(args, proc.returncode, output, run_dir_from(proc.stdout))
+    return CliRun(args, proc.returncode, output, run_dir_from(proc.stdout), proc.stdout)
 
 
 @pytest.fixture(scope="session")

@@ -48,7 +48,7 @@ def test_run_directory_holds_every_artifact(passed_run: CliRun) -> None:
 
 
 def test_cli_prints_the_run_directory_last(passed_run: CliRun) -> None:
-    assert passed_run.output.strip().splitlines()[-1] == str(passed_run.run_dir)
+    assert passed_run.stdout.strip().splitlines()[-1] == str(passed_run.run_dir)
 
 
 def test_report_is_self_contained_with_the_three_plots(passed_run: CliRun) -> None:

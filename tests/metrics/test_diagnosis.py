@@ -408,3 +408,19 @@ def test_exception_raised_in_config_validation_is_a_config_error() -> None:
     assert (
         run(RUNTIME_VALUE_ERROR + "\n" + CONFIG_VALIDATION, exit_code=1).category == "config_error"
     )
+
+
+def test_root_exception_printed_after_ray_task_wrappers_is_the_cause() -> None:
+    """Ray prints the wrapped exception's own line without a Traceback header (seen in a real
+    two-node PPO job); that line, not the RayTaskError wrapper, is the summary."""
+    lines = [
+        "ray.exceptions.RayTaskError(AssertionError): \x1b[36mray::TaskRunnerV1.run()\x1b[39m (pid=25356, ip=192.0.2.2)",
+        "  File \"/x/verl/trainer/main_ppo.py\", line 155, in run",
+        "ray.exceptions.RayTaskError(AssertionError): \x1b[36mray::WorkerDict.actor_rollout_update_actor()\x1b[39m (pid=25730)",
+        "  File \"/x/verl/workers/engine_workers.py\", line 714, in update_actor",
+        "AssertionError: data size must be divisible by force_group_size * micro_batch_size_per_gpu",
+    ]
+    result = diagnose(lines, exit_code=1)
+    assert result.category == "python_exception"
+    assert result.summary.startswith("Python exception: AssertionError: data size must be divisible")
+    assert "actor_rollout_update_actor" in result.summary

@@ -74,6 +74,8 @@ rollout_n: 4
         ("overrides: [actor_rollout_ref.actor.clip_ratio_high=0.1]", "overrides[0]", "first-class"),
         ("overrides: [justakey]", "overrides[0]", "not a Hydra key=value"),
         ("checks: {window: [9, 3]}", "checks.window", ""),
+        ("overrides: [actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3]",
+         "overrides: actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3", "8 samples per update"),
     ],
 )
 def test_each_kind_of_bad_input_is_named_by_field(tmp_path: Path, extra: str, field: str, words: str) -> None:

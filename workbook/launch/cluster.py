@@ -22,12 +22,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,25 +156,9 @@ def cluster_processes(temp_dir: str) -> list[Any]:
     return sorted(found.values(), key=lambda p: p.pid)
 
 
-def _signal(procs: Iterable[Any], sig: int) -> None:
-    for proc in procs:
-        try:
-            proc.send_signal(sig)
-        except Exception:  # noqa: BLE001, S112 - already gone (psutil.NoSuchProcess) or not ours
-            continue
-
-
 def stop_processes(procs: list[Any], grace_s: float = KILL_GRACE_S) -> dict[str, int]:
     """SIGTERM each process, SIGKILL those alive after ``grace_s``; counts of each."""
-    _signal(procs, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and processes.alive(procs):
-        time.sleep(0.2)
-    left = processes.alive(procs)
-    _signal(left, signal.SIGKILL)
-    deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline and processes.alive(left):
-        time.sleep(0.1)
+    left = processes.end_processes(procs, grace_s)
     return {"terminated": len(procs) - len(left), "killed": len(left)}
 
 

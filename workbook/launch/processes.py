@@ -55,6 +55,18 @@ def _running(proc: psutil.Process) -> bool:
         return False
 
 
+def end_processes(procs: list[psutil.Process], grace_s: float = 10.0) -> list[psutil.Process]:
+    """SIGTERM each process, SIGKILL those alive after ``grace_s``; returns the ones killed."""
+    _signal_all(procs, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and alive(procs):
+        time.sleep(0.2)
+    left = alive(procs)
+    _signal_all(left, signal.SIGKILL)
+    psutil.wait_procs(left, timeout=5)
+    return left
+
+
 def end_tree(pid: int, *, markers: Iterable[str] = (), grace_s: float = 10.0) -> int:
     """SIGTERM the group, tree and marked processes; SIGKILL what is left after ``grace_s``.
 

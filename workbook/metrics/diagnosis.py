@@ -183,6 +183,18 @@ class Diagnoser:
             set()
         )  # prefixes between "The above exception..." and its traceback
         self._task: dict[str, str] = {}
+        self._wrapped: set[str] = set()  # exception types seen inside RayTaskError(...) wrappers
+
+    def _wrapped_root(self, content: str) -> bool:
+        """The ``AssertionError: ...`` line a ``RayTaskError(AssertionError)`` wraps is the root
+        cause, even where Ray prints it without a ``Traceback`` header of its own."""
+        match = _EXCEPTION_RE.match(content)
+        if match is None:
+            return False
+        if match.group("inner") and _WRAPPER_RE.match(content):
+            self._wrapped.add(match.group("inner").rsplit(".", 1)[-1])
+            return False
+        return match.group("type").rsplit(".", 1)[-1] in self._wrapped
 
     def feed(self, raw: str) -> None:
         self.lineno += 1
@@ -200,7 +212,8 @@ class Diagnoser:
         task = _TASK_RE.search(content)
         if task and "RayTaskError" in content:
             self._task[prefix] = task.group(1)
-        exception = self._track_traceback(prefix, content)
+        wrapped_root = self._wrapped_root(content)
+        exception = self._track_traceback(prefix, content) or wrapped_root
         category = self._classify(content, exception, prefix in self._config_frames)
         if category is not None and len(self.signals) < MAX_SIGNALS:
             self.signals.append(

@@ -59,6 +59,38 @@ def arithmetic(s: Scenario) -> Problems:
                       f"{s.ppo_mini_batch_size * s.rollout_n} is not divisible by the data-parallel size {dp}"))
     if world % s.rollout_tp:
         p.append(("rollout_tp", f"{s.rollout_tp} does not divide the {world} devices"))
+    p += micro_batches(s)
+    return p
+
+
+def _raw(s: Scenario, key: str) -> str | None:
+    """The value a raw override gives ``key`` (the last one wins, as in Hydra)."""
+    found = None
+    for item in s.overrides:
+        k, sep, v = item.partition("=")
+        if sep and k.lstrip("+") == key:
+            found = v.strip()
+    return found
+
+
+def micro_batches(s: Scenario) -> Problems:
+    """Without dynamic batch sizes verl splits each rank's mini batch into micro batches and
+    asserts they divide it -- but only once the first update runs, minutes into a job."""
+    p: Problems = []
+    dp = s.world_size // s.sequence_parallel_size if s.world_size % s.sequence_parallel_size == 0 else 0
+    per_rank = s.ppo_mini_batch_size * s.rollout_n // dp if dp else 0
+    for role in ("actor_rollout_ref.actor", "critic"):
+        if role == "critic" and not s.uses_critic:
+            continue
+        if (_raw(s, f"{role}.use_dynamic_bsz") or "").lower() == "true":
+            continue
+        raw = _raw(s, f"{role}.ppo_micro_batch_size_per_gpu")
+        if raw is None or not raw.isdigit() or not per_rank:
+            continue
+        if per_rank % int(raw):
+            p.append((f"overrides: {role}.ppo_micro_batch_size_per_gpu={raw}",
+                      f"each of the {dp} data-parallel ranks gets ppo_mini_batch_size x rollout_n / {dp} "
+                      f"= {per_rank} samples per update, which {raw} does not divide"))
     return p
 
 
