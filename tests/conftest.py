@@ -88,7 +88,7 @@ class HeavyLock:
 def run_dir_from(output: str) -> Path | None:
     """``workbook run`` prints the run directory as its last line."""
     lines = [line for line in output.strip().splitlines() if line.strip()]
-    if lines and Path(lines[-1]).is_dir():
+    if lines and lines[-1].startswith("/") and len(lines[-1]) < 4096 and Path(lines[-1]).is_dir():
         return Path(lines[-1])
     for line in output.splitlines():
         if line.startswith("run directory: "):

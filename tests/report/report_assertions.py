@@ -47,9 +47,10 @@ def check_rows(page: str) -> dict[str, str]:
     rows = {}
     for attrs in re.findall(r"<tr\b([^>]*\bclass=\"wb-row-[^>]*)>", page):
         status = re.search(r'class="wb-row-([a-z]+)"', attrs)
-        name = re.search(r'data-check="([^"]*)"', attrs)
+        # the attribute is single-quoted when the check's name holds a double quote
+        name = re.search(r"data-check=([\"'])(.*?)\1", attrs)
         if status and name:
-            rows[html.unescape(name.group(1))] = status.group(1)
+            rows[html.unescape(name.group(2))] = status.group(1)
     return rows
 
 

@@ -66,9 +66,6 @@ def cpu_env(plugin_path: Path, pythonpath: str = "") -> dict[str, str]:
         "TOKENIZERS_PARALLELISM": "false",
         "HYDRA_FULL_ERROR": "1",
         "PYTHONUNBUFFERED": "1",
-        # On a loaded 2-core machine Ray's dashboard agent can take longer than the raylet's
-        # default wait for its ports; the raylet then aborts ("node timed out during startup").
-        "RAY_raylet_start_wait_time_s": "120",
         "PYTHONPATH": ":".join(p for p in (str(plugin_path), pythonpath) if p),
     }
 
