@@ -20,9 +20,6 @@ from workbook.report.redaction import redact_mapping, redact_text
 from workbook.runs import RunDir, default_root, write_atomic
 from workbook.serialization import dump_yaml
 
-# Notebook parameters that map 1:1 onto scenario fields.
-SETTING_FIELDS = ("clip_ratio_low", "clip_ratio_high", "total_training_steps", "lr")
-
 
 @dataclass
 class Run:

@@ -36,9 +36,6 @@ RUN_FILES = {
     "report": "report.html",
 }
 
-# Terminal statuses a run can end in; "running" while it goes.
-STATUSES = ("running", "succeeded", "failed", "stopped", "timeout")
-
 
 def default_root() -> Path:
     """Where runs land unless told otherwise: ``$WORKBOOK_RUNS`` or ``./runs``."""

@@ -145,17 +145,14 @@ def run(args: argparse.Namespace) -> int:
 
 def finish(rd: RunDir) -> None:
     """A notebook that died mid-run leaves 'running': record it as failed, with a diagnosis."""
+    from workbook.launch.outcome import Outcome
+    from workbook.pipeline import adopt, judge, record_outcome
+
     info = rd.read_json("run")
     if info.get("status") in (None, "prepared", "running"):
-        from workbook.pipeline import adopt, record_outcome
-        from workbook.launch.outcome import Outcome
-
-        run_ = adopt(rd.path)
-        record_outcome(run_, Outcome("failed", None, info.get("started_at", ""), "", 0.0,
-                                     "the notebook stopped before the run finished"))
+        record_outcome(adopt(rd.path), Outcome("failed", None, info.get("started_at", ""), "", 0.0,
+                                               "the notebook stopped before the run finished"))
     if not rd.file("checks").exists():
-        from workbook.pipeline import adopt, judge
-
         judge(adopt(rd.path))
 
 

@@ -100,13 +100,3 @@ def end_tree(pid: int, *, markers: Iterable[str] = (), grace_s: float = 10.0) ->
     psutil.wait_procs(left, timeout=5)
     return len(left)
 
-
-def peak_rss_tree_mb(pid: int) -> float:
-    """Resident memory of a process and its descendants now, in MB."""
-    total = 0
-    for proc in [psutil.Process(pid), *descendants(pid)] if psutil.pid_exists(pid) else []:
-        try:
-            total += proc.memory_info().rss
-        except psutil.Error:
-            continue
-    return total / 1e6

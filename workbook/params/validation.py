@@ -67,9 +67,8 @@ def _raw(s: Scenario, key: str) -> str | None:
     """The value a raw override gives ``key`` (the last one wins, as in Hydra)."""
     found = None
     for item in s.overrides:
-        k, sep, v = item.partition("=")
-        if sep and k.lstrip("+") == key:
-            found = v.strip()
+        if "=" in item and hydra.key_of(item) == key:
+            found = item.split("=", 1)[1].strip()
     return found
 
 
