@@ -197,5 +197,6 @@ def judge(run: Run) -> dict[str, Any]:
     """Checks against the scenario's baseline and expressions -> checks.json and the verdict."""
     from workbook.checks.runner import judge_run_dir
 
-    verdict = judge_run_dir(run.run_dir.path, scenario=run.scenario, params_dir=run.scenario_file.parent)
+    verdict = judge_run_dir(run.run_dir.path, scenario=run.scenario.model_dump(mode="json"),
+                            params_dir=run.scenario_file.parent)
     return verdict.to_dict()

@@ -110,6 +110,40 @@ def describe(facts: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def hardware_key(facts: dict[str, Any]) -> dict[str, Any]:
+    """What makes time, throughput and memory comparable: profile, device model, device count.
+
+    ``facts`` is a run.json (or its provenance). Accelerator runs are keyed by the accelerator
+    model and the devices the run used; CPU runs by the CPU model and its core count.
+    """
+    hw = facts.get("hardware") or {}
+    profile = facts.get("profile") or ("cuda" if hw.get("gpus") else None)
+    devices = None
+    if facts.get("nodes") and facts.get("devices_per_node"):
+        devices = int(facts["nodes"]) * int(facts["devices_per_node"])
+    if profile == "cuda" and hw.get("gpus"):
+        return {"profile": profile, "device": str(hw["gpus"][0]), "count": devices}
+    if profile == "npu":
+        return {"profile": profile, "device": _npu_model(facts.get("npu_smi")), "count": devices}
+    return {"profile": profile or "cpu", "device": str(hw.get("cpu") or "unknown CPU"),
+            "count": hw.get("cpus")}
+
+
+def same_hardware(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool | None:
+    """Whether two hardware keys match; None when either is unknown."""
+    if not a or not b:
+        return None
+    return all(a.get(k) == b.get(k) for k in ("profile", "device", "count"))
+
+
+def _npu_model(npu_smi: Any) -> str:
+    """The chip name ``npu-smi info`` prints first (e.g. ``910B3``), else ``Ascend NPU``."""
+    for token in str(npu_smi or "").split():
+        if token.startswith(("910", "310", "Ascend910", "Ascend310")):
+            return token
+    return "Ascend NPU"
+
+
 def git_commit(folder: Path) -> str | None:
     """HEAD of the git checkout holding ``folder`` (with ``-dirty``), None outside git."""
     if not (folder / ".git").exists() or not shutil.which("git"):

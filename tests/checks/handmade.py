@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from workbook.checks.evidence import Evidence
+from workbook.metrics.model import RunMetrics
 from workbook.serialization import dump_yaml
 
 DATA = Path(__file__).parent / "data"
@@ -38,7 +40,8 @@ def write_run(root: Path, series: Series, *, run_id: str = "20261129T000000Z-000
               scenario: str = "gspo-handmade", status: str | None = "succeeded",
               exit_code: int | None = 0, checks: dict[str, Any] | None = None,
               versions: dict[str, str] | None = None, diagnosis: dict[str, Any] | None = None,
-              log: str | None = None, params_dir: Path | None = None) -> Path:
+              log: str | None = None, params_dir: Path | None = None,
+              settings: dict[str, Any] | None = None) -> Path:
     """Write ``<root>/runs/<scenario>/<run_id>/`` with metrics.jsonl, run.log, run.json, params."""
     run = root / "runs" / scenario / run_id
     run.mkdir(parents=True)
@@ -52,10 +55,36 @@ def write_run(root: Path, series: Series, *, run_id: str = "20261129T000000Z-000
     if diagnosis:
         info["diagnosis"] = diagnosis
     (run / "run.json").write_text(json.dumps(info))
-    params: dict[str, Any] = {"name": scenario, "profile": "cpu"}
+    params: dict[str, Any] = {"name": scenario, "profile": "cpu", "lr": 1e-4,
+                              "clip_ratio_high": 4e-4, **(settings or {})}
     if params_dir is not None:
         params["params_dir"] = str(params_dir)
     if checks is not None:
         params["checks"] = checks
     (run / "params.resolved.yaml").write_text(dump_yaml(params))
     return run
+
+
+def metrics_of(series: Series) -> RunMetrics:
+    run = RunMetrics()
+    for name, values in series.items():
+        for step, value in values.items():
+            run.put(step, name, value, "test")
+    return run
+
+
+SUCCEEDED = {"status": "succeeded", "category": "none", "summary": "Succeeded"}
+
+
+def evidence_of(series: Series, *, run: dict[str, Any] | None = None,
+                diagnosis: dict[str, Any] | None = None, expected_steps: int | None = None,
+                scenario: dict[str, Any] | None = None, replayed: list[int] | None = None
+                ) -> Evidence:
+    """Evidence of a run that logged ``series`` (a succeeded process unless told otherwise)."""
+    metrics = metrics_of(series)
+    found = dict(diagnosis or SUCCEEDED)
+    found.setdefault("last_step", metrics.last_step)
+    found["replayed_steps"] = list(replayed or [])
+    record = {"status": "succeeded", "exit_code": 0} if run is None else run
+    return Evidence(Path("handmade"), metrics, found, record, scenario or {},
+                    expected_steps, "the scenario" if expected_steps else "")

@@ -16,7 +16,8 @@ def test_missing_section_gives_the_nightly_defaults(tmp_path: Path) -> None:
     assert spec.window == DEFAULT_WINDOW == (5, 14)
     assert spec.policy("timing_s/step").rtol == 0.05
     assert spec.policy("actor/perf/max_memory_allocated_gb").reduce == "last"
-    assert spec.policy("actor/entropy") is None
+    assert spec.policy("actor/pg_loss").allowed(1.0) is None  # compared with a blessed sigma only
+    assert spec.policy("actor/lr") is None
 
 
 def test_baseline_path_is_relative_to_the_params_folder(tmp_path: Path) -> None:
@@ -79,17 +80,17 @@ def test_overrides_merge_field_by_field_over_the_defaults(tmp_path: Path) -> Non
     assert (entropy.reduce, entropy.window, entropy.compare, entropy.explicit) == (
         "median", (3, 4), True, True)
     grad = spec.policy("actor/grad_norm")
-    assert grad.finite and not grad.compare
+    assert grad.finite and grad.compare and not grad.scenario_tolerance
 
 
-def test_baseline_suggestion_sits_between_default_and_scenario(tmp_path: Path) -> None:
-    spec, _ = parse_checks({"metrics": {"perf/throughput": {"atol": 3.0}}}, params_dir=tmp_path)
-    suggested = {"rtol": 0.3}
+def test_a_scenario_tolerance_replaces_the_default_one(tmp_path: Path) -> None:
+    spec, _ = parse_checks({"metrics": {"perf/throughput": {"atol": 3.0},
+                                        "timing_s/step": {"k": 6}}}, params_dir=tmp_path)
 
-    assert spec.policy("timing_s/step", suggested).rtol == 0.3          # suggestion over default
-    throughput = spec.policy("perf/throughput", suggested)
-    assert (throughput.rtol, throughput.atol) == (0.3, 3.0)             # scenario field wins
-    assert spec.policy("actor/pg_loss", suggested).compare is False     # finite-only stays so
+    throughput = spec.policy("perf/throughput")
+    assert (throughput.rtol, throughput.atol, throughput.scenario_tolerance) == (None, 3.0, True)
+    step = spec.policy("timing_s/step")
+    assert (step.k, step.rtol, step.scenario_tolerance) == (6.0, None, True)
 
 
 @pytest.mark.parametrize("expressions", [

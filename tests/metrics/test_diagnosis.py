@@ -309,11 +309,16 @@ def test_kill_exit_codes_are_killed(exit_code: int) -> None:
     assert str(exit_code) in result.summary and str(exit_code) in result.evidence[0]
 
 
-@pytest.mark.parametrize("status", ["stopped", "timeout"])
-def test_stopped_or_timed_out_runs_are_killed(status: str) -> None:
-    result = run(STEPS, exit_code=-15, status=status)
-    assert (result.status, result.category) == ("failed", "killed")
-    assert status in result.summary
+def test_a_run_stopped_by_the_user_is_stopped_not_failed() -> None:
+    result = run(STEPS, exit_code=-15, status="stopped")
+    assert (result.status, result.category, result.last_step) == ("stopped", "stopped", 2)
+    assert "Stopped by the user" in result.summary
+
+
+def test_a_run_that_timed_out_failed() -> None:
+    result = run(STEPS, exit_code=-15, status="timeout")
+    assert (result.status, result.category) == ("failed", "timeout")
+    assert "Timed out" in result.summary
 
 
 def test_kill_after_an_oom_is_an_oom() -> None:
@@ -337,6 +342,8 @@ def test_success_and_incomplete() -> None:
         "summary": "Succeeded; last step 2",
         "evidence": [],
         "last_step": 2,
+        "expected_steps": None,
+        "replayed_steps": [],
     }
     assert run(STEPS, exit_code=0, expected_steps=4).status == "incomplete"
     assert run(STEPS, expected_steps=2).status == "succeeded"
@@ -360,7 +367,8 @@ def test_streaming_diagnoser_matches_the_batch_call() -> None:
 def test_to_dict_has_exactly_the_documented_keys_and_known_category() -> None:
     for text in (STEPS, HYDRA_UNKNOWN_KEY, WORKER_OOM):
         result = run(text, exit_code=1).to_dict()
-        assert list(result) == ["status", "category", "summary", "evidence", "last_step"]
+        assert list(result) == ["status", "category", "summary", "evidence", "last_step",
+                                "expected_steps", "replayed_steps"]
         assert result["category"] in CATEGORIES
         json.dumps(result)
 
@@ -424,3 +432,42 @@ def test_root_exception_printed_after_ray_task_wrappers_is_the_cause() -> None:
     assert result.category == "python_exception"
     assert result.summary.startswith("Python exception: AssertionError: data size must be divisible")
     assert "actor_rollout_update_actor" in result.summary
+
+
+PROGRESS_CUT = """\
+(TaskRunnerV1 pid=3352) INFO:2026-11-30 19:40:21,645:Total training steps: 4
+(TaskRunnerV1 pid=3352) Training Progress:   0%|          | 0/4 [00:00<?, ?it/s]
+(TaskRunnerV1 pid=3352) step:1 - actor/pg_loss:0.002 - timing_s/step:59.7
+(TaskRunnerV1 pid=3352) Training Progress:  25%|██▌       | 1/4 [00:59<02:59, 59.75s/it]
+(TaskRunnerV1 pid=3352) step:2 - actor/pg_loss:0.001 - timing_s/step:8.8
+(TaskRunnerV1 pid=3352) Training Progress:  50%|█████     | 2/4 [01:08<00:59, 29.80s/it]
+"""
+
+
+def test_a_bare_log_states_its_own_expected_steps() -> None:
+    result = run(PROGRESS_CUT)
+    assert (result.expected_steps, result.last_step, result.status) == (4, 2, "incomplete")
+
+
+def test_the_scenario_expected_steps_win_over_the_log() -> None:
+    assert run(PROGRESS_CUT, expected_steps=2).status == "succeeded"
+
+
+@pytest.mark.parametrize("line, total", [
+    ("    'total_training_steps': -1,", None),
+    ("    'total_training_steps': None,", None),
+    ("              'total_training_steps': 4,", 4),
+    ("INFO:2026-11-30 19:40:21,645:Total training steps: 12", 12),
+])
+def test_stated_totals_ignore_unset_values(line: str, total: int | None) -> None:
+    assert run(line + "\n").expected_steps == total
+
+
+def test_replayed_steps_are_read_from_rollout_skip_lines() -> None:
+    text = (
+        "(TaskRunnerV1 pid=1) [RolloutTqSkip()] \x1b[33mInjected 32 cached trajectories from step 1 "
+        "(8 prompts x 4) into TQ partition 'train' at current step 1\x1b[0m\n"
+        "(TaskRunnerV1 pid=1) [RolloutTqSkip()] Injected 32 cached trajectories from step 2 "
+        "(8 prompts x 4) into TQ partition 'train' at current step 2\n"
+    )
+    assert run(text).replayed_steps == [1, 2]

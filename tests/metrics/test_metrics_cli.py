@@ -95,7 +95,7 @@ def test_diagnose_prints_the_json_verdict(
     (tmp_path / "run.log").write_text("step:1 - a:1\nstep:2 - a:2\n")
     (tmp_path / "run.json").write_text(json.dumps({"exit_code": 143, "status": "stopped"}))
     _, out = cli(["diagnose", str(tmp_path)], capsys)
-    assert json.loads(out)["category"] == "killed" and json.loads(out)["last_step"] == 2
+    assert json.loads(out)["category"] == "stopped" and json.loads(out)["last_step"] == 2
     _, out = cli(
         ["diagnose", str(tmp_path / "run.log"), "--exit-code", "0", "--expected-steps", "3"], capsys
     )

@@ -2,16 +2,22 @@
 
 A baseline is JSON (or YAML) under ``params/baselines/<scenario>.<hardware>.json``::
 
-    {"format": "verl-workbook-baseline/1",
+    {"format": "verl-workbook-baseline/2",
      "scenario": "gspo-tiny-1n1cpu-fsdp2-vllm", "hardware": "cpu",
+     "hardware_key": {"profile": "cpu", "device": "AMD EPYC", "count": 2},
+     "settings": {"clip_ratio_high": 0.0004, "lr": 0.0001, ...},   # workbook.params.settings
      "provenance": {"created": ..., "source": "bless", "run_ids": [...], "workbook_version": ...,
                     "verl_version": ..., "verl_commit": ..., "packages": {...}, "runs": [...]},
      "metrics": {"timing_s/step": {
-         "value": 12.1, "reduce": "mean", "window": [2, 5],      # the reduced reference value
+         "value": 12.1, "reduce": "mean", "window": [2, 5],      # mean of the runs' reduced values
+         "sigma": 0.56, "n": 3,                                   # their standard deviation
          "series": {"1": 16.7, "2": 2.5, ...},                    # per step, mean over runs
          "band": {"min": {...}, "max": {...}, "std": {...}},      # per step, from several runs
-         "spread": {"min": ..., "max": ..., "mean": ..., "std": ..., "n": 3},
-         "tolerance": {"rtol": 0.12}}}}                           # suggested from the spread
+         "spread": {"min": ..., "max": ..., "mean": ..., "std": ..., "n": 3}}}}
+
+The band a run is judged with comes from ``sigma`` (see :mod:`workbook.checks.bands`); the
+hardware key and settings say what the baseline's numbers are comparable with. Format 1
+files (no sigma, no key, no settings) still load.
 
 Files are written by ``workbook bless`` or ``workbook baseline import``; nobody edits numbers by
 hand. verl's Ascend baselines (``key:value`` text lines read by its ``check_npu.py``) load
@@ -33,7 +39,8 @@ from workbook.errors import BaselineError, InputError
 from workbook.runs import write_atomic
 from workbook.serialization import dump_yaml, load_yaml_text
 
-FORMAT = "verl-workbook-baseline/1"
+FORMAT = "verl-workbook-baseline/2"
+FORMATS = ("verl-workbook-baseline/1", FORMAT)
 # old name -> current name, as verl-ascend-recipe's check_npu.py maps it
 ASCEND_RENAMES = {"perf/max_memory_allocated_gb": "actor/perf/max_memory_allocated_gb"}
 # how check_npu.py reduces what its baselines hold (last step, or mean over steps 5-14)
@@ -57,7 +64,8 @@ class BaselineMetric:
     series: dict[int, float] = field(default_factory=dict)
     band: dict[str, dict[int, float]] = field(default_factory=dict)
     spread: dict[str, float] = field(default_factory=dict)
-    tolerance: dict[str, float] = field(default_factory=dict)
+    sigma: float | None = None  # standard deviation of the blessed runs' reduced values
+    n: int | None = None        # how many runs
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"value": _finite_or_none(self.value)}
@@ -65,13 +73,14 @@ class BaselineMetric:
             out["reduce"] = self.reduce
         if self.window:
             out["window"] = list(self.window)
+        if self.sigma is not None:
+            out["sigma"], out["n"] = self.sigma, self.n
         if self.series:
             out["series"] = _steps_out(self.series)
         if self.band:
             out["band"] = {k: _steps_out(v) for k, v in self.band.items()}
-        for key in ("spread", "tolerance"):
-            if getattr(self, key):
-                out[key] = dict(getattr(self, key))
+        if self.spread:
+            out["spread"] = dict(self.spread)
         return out
 
     @classmethod
@@ -87,7 +96,8 @@ class BaselineMetric:
                 series=_steps_in(data.get("series") or {}),
                 band={k: _steps_in(v) for k, v in (data.get("band") or {}).items()},
                 spread={k: float(v) for k, v in (data.get("spread") or {}).items()},
-                tolerance={k: float(v) for k, v in (data.get("tolerance") or {}).items()},
+                sigma=None if data.get("sigma") is None else float(data["sigma"]),
+                n=None if data.get("n") is None else int(data["n"]),
             )
         except (TypeError, ValueError, IndexError, AttributeError) as exc:
             raise BaselineError(f"{where}: {exc}") from None
@@ -102,6 +112,8 @@ class Baseline:
     scenario: str | None = None
     hardware: str | None = None
     path: Path | None = None
+    hardware_key: dict[str, Any] | None = None  # workbook.provenance.hardware_key of its runs
+    settings: dict[str, Any] | None = None      # workbook.params.settings of its runs
 
     def names(self) -> list[str]:
         return sorted(self.metrics)
@@ -112,6 +124,7 @@ class Baseline:
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": FORMAT, "scenario": self.scenario, "hardware": self.hardware,
+                "hardware_key": self.hardware_key, "settings": self.settings,
                 "provenance": self.provenance,
                 "metrics": {k: self.metrics[k].to_dict() for k in sorted(self.metrics)}}
 
@@ -153,14 +166,15 @@ def load_baseline(path: Path | str) -> Baseline:
 def baseline_from_dict(data: Any, where: str = "baseline") -> Baseline:
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
         raise BaselineError(f"{where}: expected a mapping with a 'metrics' mapping")
-    if data.get("format", FORMAT) != FORMAT:
+    if data.get("format", FORMAT) not in FORMATS:
         raise BaselineError(f"{where}: unknown format {data.get('format')!r}, expected {FORMAT}")
     metrics = {str(k): BaselineMetric.from_dict(v, f"{where}: metrics.{k}")
                for k, v in data["metrics"].items()}
     if not metrics:
         raise BaselineError(f"{where}: names no metric")
     return Baseline(metrics, dict(data.get("provenance") or {}), data.get("scenario"),
-                    data.get("hardware"))
+                    data.get("hardware"), hardware_key=data.get("hardware_key") or None,
+                    settings=data.get("settings") or None)
 
 
 def import_ascend_text(text: str, *, source: Path | str | None = None,
@@ -205,13 +219,6 @@ def import_ascend_text(text: str, *, source: Path | str | None = None,
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-def bless(run_dirs: list[Path], out: Path | None = None, **kwargs: Any) -> Baseline:
-    """Write a baseline from good runs; see :func:`workbook.checks.blessing.bless`."""
-    from workbook.checks.blessing import bless as _bless  # blessing builds on this module
-
-    return _bless(run_dirs, out, **kwargs)
 
 
 def _finite_or_none(value: float | None) -> float | None:

@@ -1,15 +1,16 @@
-"""``bless``: promote one or several good runs to a baseline, so nobody types numbers by hand.
+"""``bless``: promote good runs to a baseline, so nobody types numbers by hand.
 
 Each metric every run logged is reduced per run as its policy says (or as a mean over the checks
-window when it has none); the reference value is the mean over runs and the per-step series the
-mean per step. From two or more runs the file also records the spread (min/max/mean/std of the
-reduced values and per step) and a suggested tolerance::
+window when it has none). The baseline keeps, per metric, the mean of those reduced values and
+their standard deviation ``sigma`` over the N runs: the band a later run is judged with is
+``K_SIGMA * sigma`` around the mean (see :mod:`workbook.checks.bands`), so tolerances come from
+the runs' own noise, not from a guess. It also keeps the per-step mean series and min/max/std
+bands (for plots), the runs' hardware key and algorithmic settings (what the numbers are
+comparable with), and their provenance.
 
-    allowed = max(the policy's own tolerance, 3 * std, max - min)
-
-expressed the way the policy expresses it (``rtol`` relative to the mean where the nightly
-default is relative, else ``atol``), so a blessed CPU baseline is never stricter than verl's
-nightly and never stricter than the runs' own noise.
+Only good runs are blessed: each must pass its own health checks (completed, every expected
+step, losses finite, clip fractions sane), and all must share hardware and settings. At least
+``MIN_RUNS`` runs are needed for a sigma worth the name.
 """
 
 from __future__ import annotations
@@ -21,30 +22,40 @@ from pathlib import Path
 from typing import Any
 
 from workbook.checks.baseline import Baseline, BaselineMetric, now_iso
-from workbook.checks.inputs import load_run_metrics, params_dir_for, read_resolved_params, read_run
+from workbook.checks.bands import K_SIGMA, MIN_RUNS_FOR_SIGMA
+from workbook.checks.evidence import Evidence, gather, params_dir_for
+from workbook.checks.health import health_rows
 from workbook.checks.reductions import WINDOWED, ReductionError, reduce_series, window_text
 from workbook.checks.spec import CheckSpec, MetricPolicy, parse_checks
 from workbook.errors import BaselineError, ParamsError
 from workbook.metrics.model import RunMetrics
+from workbook.params.settings import differences
 from workbook.provenance import describe
 
-SIGMAS = 3.0
+MIN_RUNS = MIN_RUNS_FOR_SIGMA
 
 
 def bless(run_dirs: list[Path], out: Path | None = None, *, spec: CheckSpec | None = None,
           hardware: str | None = None, scenario: str | None = None) -> Baseline:
     """Write a baseline from ``run_dirs`` to ``out`` (default: the scenario's ``checks.baseline``,
-    else ``params/baselines/<scenario>.<hardware>.json``) and return it."""
-    if not run_dirs:
-        raise BaselineError("bless needs at least one run directory")
+    else ``params/baselines/<scenario>.<hardware>.json``) and return it.
+
+    Raises:
+        BaselineError: fewer than ``MIN_RUNS`` runs, a run that is not good, runs that differ
+            in hardware or settings, or a window the runs do not cover.
+    """
     dirs = [Path(d) for d in run_dirs]
+    if len(dirs) < MIN_RUNS:
+        raise BaselineError(f"bless needs at least {MIN_RUNS} good runs to measure their spread "
+                            f"(sigma); got {len(dirs)}")
     runs = [_good_run(d) for d in dirs]
-    resolved = read_resolved_params(dirs[0])
+    _require_alike(dirs, runs)
+    resolved = runs[0].scenario
     if spec is None:
         spec = _spec_from(resolved)
     scenario = scenario or resolved.get("name") or dirs[0].parent.name
     hardware = hardware or resolved.get("profile") or "unknown"
-    metrics = [m for m, _ in runs]
+    metrics = [r.metrics for r in runs]
     names = sorted(set.intersection(*(set(m.names()) for m in metrics)))
     _require_window(dirs, metrics, spec, names)
     entries: dict[str, BaselineMetric] = {}
@@ -57,26 +68,39 @@ def bless(run_dirs: list[Path], out: Path | None = None, *, spec: CheckSpec | No
             skipped[name] = str(exc)
     if not entries:
         raise BaselineError(f"no metric could be reduced from {', '.join(map(str, dirs))}")
-    baseline = Baseline(entries, _provenance(dirs, [r for _, r in runs], spec, hardware, skipped),
-                        scenario, hardware)
+    baseline = Baseline(entries, _provenance(dirs, [r.run for r in runs], spec, hardware, skipped),
+                        scenario, hardware, hardware_key=runs[0].hardware,
+                        settings=runs[0].settings)
     out = Path(out) if out else (spec.baseline or params_dir_for(resolved) / "baselines"
                                  / f"{scenario}.{hardware}.json")
     baseline.save(out)
     return baseline
 
 
-def _good_run(path: Path) -> tuple[RunMetrics, dict[str, Any]]:
+def _good_run(path: Path) -> Evidence:
     if not path.is_dir():
         raise BaselineError(f"not a run directory: {path}")
-    run = read_run(path)
-    status, code = run.get("status"), run.get("exit_code")
-    if status not in (None, "succeeded") or code not in (None, 0):
-        raise BaselineError(f"cannot bless {path}: the run {status or 'ended'} "
-                            f"(exit code {code}); bless only good runs")
-    metrics = load_run_metrics(path)
-    if not len(metrics):
+    evidence = gather(path)
+    if not len(evidence.metrics):
         raise BaselineError(f"cannot bless {path}: it has no metrics")
-    return metrics, run
+    bad = [r for r in health_rows(evidence, None) if r.status != "pass"]
+    if bad:
+        raise BaselineError(f"cannot bless {path}: {bad[0].name}: {bad[0].message}; bless only "
+                            "good runs")
+    return evidence
+
+
+def _require_alike(dirs: list[Path], runs: list[Evidence]) -> None:
+    """Every run on the same hardware with the same settings, or the spread means nothing."""
+    first = runs[0]
+    for path, run in zip(dirs[1:], runs[1:]):
+        if run.hardware != first.hardware:
+            raise BaselineError(f"cannot bless runs from different hardware: {path.name} ran on "
+                                f"{run.hardware}, {dirs[0].name} on {first.hardware}")
+        unlike = differences(first.settings or {}, run.settings or {})
+        if unlike:
+            raise BaselineError(f"cannot bless runs with different settings: {path.name} vs "
+                                f"{dirs[0].name}: {'; '.join(unlike)}")
 
 
 def _spec_from(resolved: dict[str, Any]) -> CheckSpec:
@@ -110,28 +134,18 @@ def _entry(name: str, policy: MetricPolicy, runs: list[RunMetrics]) -> BaselineM
         values.append(value)
     windowed = policy.reduce in WINDOWED
     entry = BaselineMetric(value=statistics.fmean(values), reduce=policy.reduce,
-                           window=policy.window if windowed else None)
+                           window=policy.window if windowed else None,
+                           sigma=statistics.stdev(values), n=len(values))
     series = [run.series(name) for run in runs]
     steps = sorted(set.intersection(*(set(s) for s in series)))
     per_step = {s: [x[s] for x in series] for s in steps}
     entry.series = {s: statistics.fmean(v) for s, v in per_step.items()}
-    if len(runs) > 1:
-        entry.band = {"min": {s: min(v) for s, v in per_step.items()},
-                      "max": {s: max(v) for s, v in per_step.items()},
-                      "std": {s: statistics.stdev(v) for s, v in per_step.items()}}
-        std = statistics.stdev(values)
-        entry.spread = {"min": min(values), "max": max(values), "mean": entry.value,
-                        "std": std, "n": float(len(values))}
-        entry.tolerance = suggest_tolerance(policy, entry.value, max(SIGMAS * std,
-                                                                    max(values) - min(values)))
+    entry.band = {"min": {s: min(v) for s, v in per_step.items()},
+                  "max": {s: max(v) for s, v in per_step.items()},
+                  "std": {s: statistics.stdev(v) for s, v in per_step.items()}}
+    entry.spread = {"min": min(values), "max": max(values), "mean": entry.value,
+                    "std": entry.sigma or 0.0, "n": float(len(values))}
     return entry
-
-
-def suggest_tolerance(policy: MetricPolicy, mean: float, spread: float) -> dict[str, float]:
-    """The tolerance to suggest for a metric whose runs differ by ``spread``."""
-    if policy.rtol and not policy.atol and mean != 0:
-        return {"rtol": max(policy.rtol, spread / abs(mean))}
-    return {"atol": max(policy.atol or 0.0, spread, 1e-9)}
 
 
 def _provenance(dirs: list[Path], runs: list[dict[str, Any]], spec: CheckSpec,
@@ -151,7 +165,7 @@ def _provenance(dirs: list[Path], runs: list[dict[str, Any]], spec: CheckSpec,
         "host": facts.get("host"), "os": facts.get("os"), "python": facts.get("python"),
         "run_ids": [d.name for d in dirs], "packages": first,
         "package_versions_differ": differ,
-        "window": list(spec.window), "sigmas": SIGMAS, "skipped_metrics": skipped,
+        "window": list(spec.window), "k_sigma": K_SIGMA, "skipped_metrics": skipped,
         "runs": [{"run_id": d.name, "path": str(d), "status": r.get("status"),
                   "started": r.get("started"), "ended": r.get("ended"), "host": r.get("host"),
                   "versions": r.get("versions"), "commits": r.get("commits")}

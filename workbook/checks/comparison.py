@@ -1,83 +1,51 @@
-"""Per-metric policy checks: baseline comparison, finite at every step, within bounds.
+"""Comparisons with a baseline: reduce the run's series, compare with the baseline's band.
 
-The comparison follows verl's nightly comparator: reduce the run's series (``last`` step, or
-``mean`` over an inclusive step window), take the difference from the baseline's value, and
-fail only in the worse direction beyond ``atol + rtol * |baseline|`` (verl's "5 %" is
-``rtol: 0.05`` relative to the baseline, "1 GB" is ``atol: 1``). Whatever cannot be computed is an
-``error`` row that says why, never a pass.
+Following verl's nightly comparator, a series is reduced (``last`` step, or ``mean`` over an
+inclusive step window) and compared with the baseline's value; the band around it is made in
+:mod:`workbook.checks.bands`. Before comparing, a row says honestly when a comparison would
+mean nothing:
+
+- ``not_measured``: the hardware does not measure the metric (device memory on CPU);
+- ``not_comparable``: the baseline's runs used other hardware (for time, throughput, memory),
+  other algorithmic settings (for every metric), or every step of the window replayed its
+  rollout (for generation time).
+
+Whatever cannot be computed is an ``error`` row that says why, never a pass. The scenario's
+explicit ``finite``/``bounds`` policies add their own rows for any metric.
 """
 
 from __future__ import annotations
 
 import math
 
+from workbook.checks.bands import Band, band_for, compares
 from workbook.checks.baseline import Baseline, BaselineMetric
+from workbook.checks.domains import depends_on_hardware, meaningless_when_replayed, unmeasured
+from workbook.checks.evidence import Evidence
 from workbook.checks.reductions import WINDOWED, ReductionError, reduce_series, window_text
-from workbook.checks.rows import CheckRow, error_row
+from workbook.checks.rows import CheckRow, error_row, steps_text
 from workbook.checks.spec import CheckSpec, MetricPolicy
-from workbook.metrics.model import RunMetrics
+from workbook.params.settings import differences
+from workbook.provenance import same_hardware
 
 
-def active_policies(spec: CheckSpec, baseline: Baseline | None) -> list[MetricPolicy]:
-    """Policies in effect for this spec and baseline (baseline tolerances merged in)."""
-    policies = []
-    for name in spec.policy_names():
-        entry = baseline.metrics.get(name) if baseline else None
-        policy = spec.policy(name, entry.tolerance if entry else None)
-        if policy is not None:
-            policies.append(policy)
-    return policies
-
-
-def compares(policy: MetricPolicy, baseline: Baseline | None) -> bool:
-    """Whether a policy yields a baseline row (defaults only for metrics the baseline names)."""
-    named = baseline is not None and policy.metric in baseline.metrics
-    return policy.compare and (named or policy.explicit)
-
-
-def policy_rows(metrics: RunMetrics, spec: CheckSpec, baseline: Baseline | None) -> list[CheckRow]:
+def policy_rows(evidence: Evidence, spec: CheckSpec, baseline: Baseline | None) -> list[CheckRow]:
+    """Rows of every policy in effect: the scenario's own finite/bounds, then comparisons."""
     rows: list[CheckRow] = []
-    for policy in active_policies(spec, baseline):
-        logged = metrics.has(policy.metric)
+    unlike = _setting_differences(evidence, baseline)
+    for policy in spec.policies():
+        logged = evidence.metrics.has(policy.metric)
         if policy.finite and (logged or policy.explicit):
-            rows.append(finite_row(metrics, policy))
+            rows.append(finite_policy_row(evidence, policy))
         if policy.bounds and (logged or policy.explicit):
-            rows.append(bounds_row(metrics, policy))
+            rows.append(bounds_row(evidence, policy))
         if compares(policy, baseline):
-            rows.append(baseline_row(metrics, policy, baseline))
+            rows.append(baseline_row(evidence, policy, baseline, unlike))
     return rows
 
 
-def finite_row(metrics: RunMetrics, policy: MetricPolicy) -> CheckRow:
-    name = f"{policy.metric} finite"
-    series = metrics.series(policy.metric)
-    if not series:
-        return error_row(name, "finite", f"{policy.metric} was not logged", metric=policy.metric)
-    bad = [s for s, v in series.items() if not math.isfinite(v)]
-    return CheckRow(
-        name=name, kind="finite", status="fail" if bad else "pass", value=float(len(bad)),
-        expected="finite at every step", metric=policy.metric, steps=list(series),
-        message=f"not finite at step(s) {_steps_text(bad)}" if bad else "")
-
-
-def bounds_row(metrics: RunMetrics, policy: MetricPolicy) -> CheckRow:
-    lo, hi = policy.bounds or (None, None)
-    name = f"{policy.metric} within [{_bound(lo)}, {_bound(hi, 'inf')}]"
-    series = metrics.series(policy.metric)
-    if not series:
-        return error_row(name, "bounds", f"{policy.metric} was not logged", metric=policy.metric)
-    outside = [s for s, v in series.items()
-               if math.isnan(v) or (lo is not None and v < lo) or (hi is not None and v > hi)]
-    value = series[outside[0]] if outside else max(series.values())
-    return CheckRow(
-        name=name, kind="bounds", status="fail" if outside else "pass", value=value,
-        expected=f"[{_bound(lo)}, {_bound(hi, 'inf')}] at every step", metric=policy.metric,
-        lower=lo, upper=hi, steps=list(series),
-        message=(f"outside at step(s) {_steps_text(outside)} (e.g. {value:.6g} at step "
-                 f"{outside[0]})") if outside else "")
-
-
-def baseline_row(metrics: RunMetrics, policy: MetricPolicy, baseline: Baseline | None) -> CheckRow:
+def baseline_row(evidence: Evidence, policy: MetricPolicy, baseline: Baseline | None,
+                 unlike: list[str]) -> CheckRow:
     metric = policy.metric
     windowed = policy.reduce in WINDOWED
     info = {"metric": metric, "reduce": policy.reduce,
@@ -87,37 +55,77 @@ def baseline_row(metrics: RunMetrics, policy: MetricPolicy, baseline: Baseline |
     if entry is None:
         why = "no baseline was given" if baseline is None else "the baseline has no value for it"
         return error_row(name, "baseline", f"{metric}: {why}", **info)
-    last = metrics.last_step
+    neutral = _neutral(evidence, policy, baseline, unlike)
+    if neutral is not None:
+        status, message = neutral
+        return CheckRow(name=name, kind="baseline", status=status, message=message, **info)
+    series = evidence.metrics.series(metric)
+    last = evidence.metrics.last_step
+    replayed = set(evidence.replayed_steps) if meaningless_when_replayed(metric) else set()
+    series = {s: v for s, v in series.items() if s not in replayed}
     if windowed and (last is None or last < policy.window[1]):
         return error_row(name, "baseline", (
             f"window {window_text(policy.window)} does not fit the run: it needs step "
             f"{policy.window[1]}, the run's last step is {last}"), **info)
     try:
-        value, steps = reduce_series(metrics.series(metric), policy.reduce,
-                                     policy.window, last_step=last, name=metric)
+        value, steps = reduce_series(series, policy.reduce, policy.window, last_step=last,
+                                     name=metric)
         reference, note = reference_value(entry, policy)
     except ReductionError as exc:
         return error_row(name, "baseline", str(exc), **info)
-    if policy.atol is None and policy.rtol is None:
-        return error_row(name, "baseline", f"{metric}: no tolerance; set atol or rtol, or "
-                                           "bless the baseline from several runs", **info)
-    allowed = policy.allowed(reference)
-    lower = None if policy.direction == "higher_is_worse" else reference - allowed
-    upper = None if policy.direction == "lower_is_worse" else reference + allowed
-    delta = value - reference
-    failed = (math.isnan(value) or (lower is not None and value < lower)
-              or (upper is not None and value > upper))
+    band = band_for(policy, entry, reference)
+    if band is None:
+        return error_row(name, "baseline", f"{metric}: no tolerance; bless the baseline from "
+                                           "3 or more runs, or set atol, rtol or k", **info)
+    return _compared_row(name, policy, entry, band, value, steps, note + _replay_note(replayed))
+
+
+def _compared_row(name: str, policy: MetricPolicy, entry: BaselineMetric, band: Band,
+                  value: float, steps: list[int], note: str) -> CheckRow:
+    windowed = policy.reduce in WINDOWED
     how = (f"{policy.reduce} over {window_text(policy.window)}" if windowed else
            f"last step {steps[0]}" if policy.reduce == "last" else f"{policy.reduce} of all steps")
     if windowed and len(steps) < policy.window[1] - policy.window[0] + 1:
-        how += f" ({len(steps)} steps logged)"
-    pct = f" ({delta / abs(reference) * 100:+.2f}%)" if reference else ""
+        how += f" ({len(steps)} steps)"
+    delta = value - band.reference
+    pct = f" ({delta / abs(band.reference) * 100:+.2f}%)" if band.reference else ""
     return CheckRow(
-        name=name, kind="baseline", status="fail" if failed else "pass", value=value,
-        expected=_expected(policy, reference, lower, upper), baseline=reference,
-        lower=lower, upper=upper, steps=steps, metric=metric, reduce=policy.reduce,
-        window=policy.window if windowed else None, baseline_series=dict(entry.series),
-        message=f"{how}: {value:.6g}, {delta:+.6g}{pct} vs baseline {reference:.6g}{note}")
+        name=name, kind="baseline", status="pass" if band.holds(value) else "fail", value=value,
+        expected=band.text(), baseline=band.reference, lower=band.lower, upper=band.upper,
+        sigma=band.sigma, band=band.how, steps=steps, metric=policy.metric,
+        reduce=policy.reduce, window=policy.window if windowed else None,
+        baseline_series=dict(entry.series),
+        message=f"{how}: {value:.6g}, {delta:+.6g}{pct} vs baseline {band.reference:.6g}{note}")
+
+
+def _neutral(evidence: Evidence, policy: MetricPolicy, baseline: Baseline | None,
+             unlike: list[str]) -> tuple[str, str] | None:
+    """``(status, why)`` when the comparison would mean nothing, else None."""
+    metric = policy.metric
+    values = list(evidence.metrics.series(metric).values())
+    if unmeasured(metric, evidence.profile, values):
+        return "not_measured", f"{metric} is not measured on this hardware ({evidence.profile})"
+    if unlike:
+        return "not_comparable", "baseline not comparable: " + "; ".join(unlike[:4]) + (
+            f" and {len(unlike) - 4} more" if len(unlike) > 4 else "")
+    if depends_on_hardware(metric) and baseline is not None:
+        same = same_hardware(baseline.hardware_key, evidence.hardware)
+        if same is False:
+            return "not_comparable", (f"baseline from {_machine(baseline.hardware_key)}, this "
+                                      f"run on {_machine(evidence.hardware)}")
+    if meaningless_when_replayed(metric):
+        window = set(range(policy.window[0], policy.window[1] + 1))
+        generated = window - set(evidence.replayed_steps)
+        if evidence.replayed_steps and not generated & set(evidence.metrics.step_numbers):
+            return "not_comparable", (f"every step of {window_text(policy.window)} replayed "
+                                      "its rollout from a dump: no generation was timed")
+    return None
+
+
+def _setting_differences(evidence: Evidence, baseline: Baseline | None) -> list[str]:
+    if baseline is None or not baseline.settings or evidence.settings is None:
+        return []
+    return differences(baseline.settings, evidence.settings)
 
 
 def reference_value(entry: BaselineMetric, policy: MetricPolicy) -> tuple[float, str]:
@@ -130,27 +138,51 @@ def reference_value(entry: BaselineMetric, policy: MetricPolicy) -> tuple[float,
         value, _ = reduce_series(entry.series, policy.reduce, policy.window,
                                  last_step=max(entry.series), name="the baseline's series")
         return value, " (recomputed from the baseline's series)"
-    held = entry.reduce + (f" over {window_text(entry.window)}" if entry.window else "")
+    held = (entry.reduce or "?") + (f" over {window_text(entry.window)}" if entry.window else "")
     raise ReductionError(f"the baseline holds {policy.metric} as {held} without a series; the "
                          f"policy asks for {policy.reduce}; bless again or change the policy")
 
 
-def _expected(policy: MetricPolicy, reference: float, lower: float | None,
-              upper: float | None) -> str:
-    parts = [f"{policy.atol:g}" if policy.atol else "",
-             f"{policy.rtol * 100:.4g}%" if policy.rtol else ""]
-    tol = " + ".join(p for p in parts if p) or "0"
-    if lower is None:
-        return f"<= {upper:.6g} (baseline {reference:.6g} + {tol})"
-    if upper is None:
-        return f">= {lower:.6g} (baseline {reference:.6g} - {tol})"
-    return f"{reference:.6g} ± {tol}"
+def finite_policy_row(evidence: Evidence, policy: MetricPolicy) -> CheckRow:
+    name = f"{policy.metric} finite"
+    series = evidence.metrics.series(policy.metric)
+    if not series:
+        return error_row(name, "finite", f"{policy.metric} was not logged", metric=policy.metric)
+    bad = [s for s, v in series.items() if not math.isfinite(v)]
+    return CheckRow(
+        name=name, kind="finite", status="fail" if bad else "pass",
+        value=series[bad[0]] if bad else None, expected="finite at every step",
+        metric=policy.metric, steps=bad or list(series),
+        message=f"not finite at step(s) {steps_text(bad)}" if bad else "")
+
+
+def bounds_row(evidence: Evidence, policy: MetricPolicy) -> CheckRow:
+    lo, hi = policy.bounds or (None, None)
+    name = f"{policy.metric} within [{_bound(lo)}, {_bound(hi, 'inf')}]"
+    series = evidence.metrics.series(policy.metric)
+    if not series:
+        return error_row(name, "bounds", f"{policy.metric} was not logged", metric=policy.metric)
+    outside = [s for s, v in series.items()
+               if math.isnan(v) or (lo is not None and v < lo) or (hi is not None and v > hi)]
+    value = series[outside[0]] if outside else max(series.values())
+    return CheckRow(
+        name=name, kind="bounds", status="fail" if outside else "pass", value=value,
+        expected=f"[{_bound(lo)}, {_bound(hi, 'inf')}] at every step", metric=policy.metric,
+        lower=lo, upper=hi, steps=list(series),
+        message=(f"outside at step(s) {steps_text(outside)} (e.g. {value:.6g} at step "
+                 f"{outside[0]})") if outside else "")
+
+
+def _replay_note(replayed: set[int]) -> str:
+    return f"; replayed steps {steps_text(sorted(replayed))} left out" if replayed else ""
+
+
+def _machine(key: dict | None) -> str:  # type: ignore[type-arg]
+    if not key:
+        return "unrecorded hardware"
+    count = f"{key.get('count')} x " if key.get("count") else ""
+    return f"{key.get('profile')}: {count}{key.get('device')}"
 
 
 def _bound(value: float | None, open_end: str = "-inf") -> str:
     return open_end if value is None else f"{value:g}"
-
-
-def _steps_text(steps: list[int]) -> str:
-    shown = ", ".join(str(s) for s in steps[:8])
-    return shown + (f" and {len(steps) - 8} more" if len(steps) > 8 else "")

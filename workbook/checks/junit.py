@@ -1,33 +1,70 @@
-"""JUnit XML for CI systems: one test case per check row, failures and errors counted apart."""
+"""JUnit XML for CI systems, through junitparser (the one module that imports it).
+
+A verdict becomes one ``<testsuite>``: a test case for the run itself (an error when the run
+failed or was stopped, with the diagnosis; a failure when it regressed) and one per check row
+(``fail`` a failure, ``error`` an error, ``not_measured``/``not_comparable`` skipped with the
+reason). A suite of scenarios writes one file holding a suite per scenario.
+"""
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Iterable, Mapping
 
-if TYPE_CHECKING:
-    from workbook.checks.verdict import Verdict
+from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
+
+from workbook.checks.verdict import Verdict
+from workbook.runs import write_atomic
 
 
-def junit_xml(verdict: "Verdict", suite: str = "workbook.checks") -> str:
-    """Render ``verdict`` as a JUnit ``<testsuites>`` document (UTF-8 text)."""
-    counts = {"tests": str(len(verdict.rows)), "failures": str(verdict.count("fail")),
-              "errors": str(verdict.count("error")), "skipped": "0"}
-    root = ET.Element("testsuites", name="workbook", **counts)
-    node = ET.SubElement(root, "testsuite", name=suite, **counts)
-    props = ET.SubElement(node, "properties")
-    for key, value in (("verdict", verdict.status), ("reason", verdict.reason),
-                       ("last_step", verdict.last_step), ("required_step", verdict.required_step)):
-        ET.SubElement(props, "property", name=key, value="" if value is None else str(value))
+def verdict_suite(verdict: Verdict, name: str, *, time_s: float | None = None,
+                  properties: Mapping[str, object] | None = None) -> TestSuite:
+    """One ``<testsuite>`` for a judged run (``properties`` such as the report path)."""
+    suite = TestSuite(name)
+    for key, value in {"verdict": verdict.status, "reason": verdict.reason,
+                       "last_step": verdict.last_step, "required_step": verdict.required_step,
+                       **dict(properties or {})}.items():
+        suite.add_property(key, "" if value is None else str(value))
+    suite.add_testcase(_run_case(verdict, name, time_s))
     for row in verdict.rows:
-        case = ET.SubElement(node, "testcase", classname=f"{suite}.{row.kind}", name=row.name)
+        case = TestCase(row.name, classname=f"{name}.{row.kind}")
         detail = f"value: {row.value}\nexpected: {row.expected}\n{row.message}".strip()
         if row.status == "fail":
-            ET.SubElement(case, "failure", message=row.message or "check failed",
-                          type=row.kind).text = detail
+            case.result = [_text(Failure(row.message or "check failed", row.kind), detail)]
         elif row.status == "error":
-            ET.SubElement(case, "error", message=row.message or "could not be computed",
-                          type=row.kind).text = detail
-    ET.SubElement(node, "system-out").text = f"verdict: {verdict.status}: {verdict.reason}"
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+            case.result = [_text(Error(row.message or "could not be computed", row.kind), detail)]
+        elif not row.judged:
+            case.result = [Skipped(row.message or row.status.replace("_", " "))]
+        suite.add_testcase(case)
+    suite.update_statistics()
+    return suite
+
+
+def write_junit(suites: Iterable[TestSuite], path: Path) -> Path:
+    """Write ``<testsuites>`` holding ``suites`` to ``path`` (atomically)."""
+    xml = JUnitXml("workbook")
+    for suite in suites:
+        xml.add_testsuite(suite)
+    xml.update_statistics()
+    body = xml.tostring()
+    text = body.decode("utf-8") if isinstance(body, bytes) else str(body)
+    return write_atomic(Path(path), text)
+
+
+def _run_case(verdict: Verdict, name: str, time_s: float | None) -> TestCase:
+    case = TestCase("run", classname=name, time=time_s)
+    diagnosis = verdict.diagnosis or {}
+    detail = "\n".join([str(diagnosis.get("summary") or ""),
+                        *[str(line) for line in diagnosis.get("evidence") or []]]).strip()
+    if verdict.status in ("failed", "stopped"):
+        case.result = [_text(Error(verdict.reason, verdict.status), detail)]
+    elif verdict.status == "regressed":
+        case.result = [_text(Failure(verdict.reason, "regressed"), detail)]
+    case.system_out = f"verdict: {verdict.status}: {verdict.reason}"
+    return case
+
+
+def _text(result: Failure | Error, text: str) -> Failure | Error:
+    result.text = text or None
+    return result
+

@@ -1,4 +1,15 @@
-"""One row of a verdict: a check, its value, what was expected, and whether it held."""
+"""One row of a verdict: a check, its value, what was expected, and whether it held.
+
+Statuses:
+
+- ``pass`` / ``fail``: the check was computed and held / did not hold;
+- ``error``: the check could not be computed (a metric missing, a window the run does not
+  cover): never a pass, counted as a failure;
+- ``not_measured``: the hardware does not measure the metric (device memory on CPU): neither
+  a pass nor a failure, shown grey;
+- ``not_comparable``: the baseline comes from other hardware or other settings, so the
+  comparison would say nothing: neither a pass nor a failure, shown grey with the reason.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +17,11 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-STATUSES = ("pass", "fail", "error")
-# what produced a row; "run" rows (status, required step) decide a *failed* verdict
-KINDS = ("run", "baseline", "finite", "bounds", "expression")
+JUDGED = ("pass", "fail", "error")
+NEUTRAL = ("not_measured", "not_comparable")
+STATUSES = JUDGED + NEUTRAL
+# what produced a row; "run" rows (completion, steps) decide a *failed* verdict
+KINDS = ("run", "finite", "bounds", "baseline", "expression")
 
 
 @dataclass
@@ -25,6 +38,8 @@ class CheckRow:
     baseline: float | None = None  # the reference value compared with
     lower: float | None = None     # allowed range of `value` (None: open)
     upper: float | None = None
+    sigma: float | None = None     # spread of the blessed runs the band came from
+    band: str | None = None        # how the band was made, e.g. "4 sigma (sigma 0.012, 3 runs)"
     reduce: str | None = None
     window: tuple[int, int] | None = None
     steps: list[int] = field(default_factory=list)  # steps the value was computed from
@@ -35,9 +50,14 @@ class CheckRow:
     def passed(self) -> bool:
         return self.status == "pass"
 
+    @property
+    def judged(self) -> bool:
+        """Counted in the verdict (neutral rows are shown, never counted either way)."""
+        return self.status in JUDGED
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        for key in ("value", "baseline", "lower", "upper"):
+        for key in ("value", "baseline", "lower", "upper", "sigma"):
             if data[key] is not None and not math.isfinite(data[key]):
                 data[key] = str(data[key])  # JSON has no NaN/inf; keep them visible as text
         data["window"] = list(self.window) if self.window else None
@@ -48,3 +68,9 @@ class CheckRow:
 
 def error_row(name: str, kind: str, message: str, **extra: Any) -> CheckRow:
     return CheckRow(name=name, kind=kind, status="error", message=message, **extra)
+
+
+def steps_text(steps: list[int]) -> str:
+    """``1, 2, 3`` (the first eight, then how many more)."""
+    shown = ", ".join(str(s) for s in steps[:8])
+    return shown + (f" and {len(steps) - 8} more" if len(steps) > 8 else "")

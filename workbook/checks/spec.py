@@ -5,11 +5,10 @@ Schema (every key optional)::
     checks:
       baseline: baselines/gspo-tiny-1n1cpu-fsdp2-vllm.cpu.json   # relative to params/ (or absolute)
       window: [5, 14]         # inclusive steps for mean/median reductions (verl's nightly: 5-14)
-      min_steps: 15           # the step a run must reach; default: the end of the widest window
-                              # a baseline comparison uses. A run that stops earlier *fails*.
-      defaults: true          # apply the built-in nightly policies below (false: only `metrics`)
+      min_steps: 15           # the step a run must reach; default: the steps the scenario trains
+      defaults: true          # apply the built-in policies below (false: only `metrics`)
       metrics:                # per-metric policy, merged field by field over the defaults
-        timing_s/step: {rtol: 0.10}
+        timing_s/step: {k: 6}                    # widen the blessed band to 6 sigma
         actor/entropy: {reduce: median, direction: both, atol: 0.02}
         perf/throughput: {enabled: false}        # or `perf/throughput: false`
       expressions:            # NeMo-RL style checks, see workbook.checks.expression
@@ -19,14 +18,16 @@ Schema (every key optional)::
 
 Policy fields: ``reduce`` (last|mean|median|max|min; ``window`` applies to mean/median),
 ``window`` ([first, last] inclusive, default the section's), ``direction`` (both|
-higher_is_worse|lower_is_worse), ``atol``/``rtol`` (allowed difference = atol + rtol*|baseline|;
-set one to 0 to use the other alone), ``compare`` (against the baseline; default: when a tolerance
-is set), ``finite`` (every step finite), ``bounds`` ([lo, hi], null for open; every step),
-``enabled``.
+higher_is_worse|lower_is_worse), ``k`` (band half-width in sigmas of a blessed baseline),
+``atol``/``rtol`` (a tolerance: allowed difference = atol + rtol*|baseline|), ``compare``
+(against the baseline; default true), ``finite`` (every step finite), ``bounds`` ([lo, hi],
+null for open; every step), ``enabled``.
 
-Precedence per field: built-in default < tolerance suggested by the baseline (``bless`` from
-several runs) < the scenario. Baseline comparisons of the built-in defaults apply only to metrics
-the baseline names; ``finite``/``bounds`` apply whenever the run logs the metric.
+Every run also gets the health checks of :mod:`workbook.checks.health` (completed, steps
+reached, losses finite, clip fractions within [0, 1]), whatever this section says. How a
+comparison's band is made (k sigma of a blessed baseline, a floor, a scenario tolerance that
+widens it, or the nightly default when the baseline has no sigma) is in
+:mod:`workbook.checks.bands`; a band that admits every value a metric can take is refused here.
 """
 
 from __future__ import annotations
@@ -41,11 +42,13 @@ from workbook.errors import ExpressionError
 
 DEFAULT_WINDOW = (5, 14)
 DIRECTIONS = ("both", "higher_is_worse", "lower_is_worse")
-POLICY_FIELDS = ("reduce", "window", "direction", "atol", "rtol", "compare", "finite", "bounds",
-                 "enabled")
+POLICY_FIELDS = ("reduce", "window", "direction", "k", "atol", "rtol", "compare", "finite",
+                 "bounds", "enabled")
 SECTION_KEYS = ("baseline", "window", "min_steps", "defaults", "metrics", "expressions")
 
-# verl's nightly comparator (check_npu.py) plus what it forgets; see the module docstring
+# Compared with the baseline when it names them. The first five are verl's nightly comparator
+# (check_npu.py), with its tolerances for baselines that carry no sigma (verl's own Ascend
+# files); the rest are the training signals it forgets, compared only with a blessed baseline.
 DEFAULT_POLICIES: dict[str, dict[str, Any]] = {
     "actor/perf/max_memory_allocated_gb": {"reduce": "last", "direction": "higher_is_worse",
                                            "atol": 1.0},
@@ -54,9 +57,17 @@ DEFAULT_POLICIES: dict[str, dict[str, Any]] = {
     "critic/rewards/mean": {"reduce": "mean", "direction": "both", "atol": 0.05},
     "training/rollout_probs_diff_mean": {"reduce": "mean", "direction": "both", "rtol": 0.05},
     "timing_s/gen": {"reduce": "mean", "direction": "higher_is_worse", "rtol": 0.05},
-    "actor/pg_loss": {"finite": True, "compare": False},
-    "actor/pg_clipfrac": {"reduce": "mean", "direction": "both", "atol": 0.05,
-                          "bounds": [0.0, 1.0]},
+    "timing_s/update_actor": {"reduce": "mean", "direction": "higher_is_worse"},
+    "actor/pg_loss": {"reduce": "mean", "direction": "both"},
+    "actor/pg_clipfrac": {"reduce": "mean", "direction": "both"},
+    "actor/ppo_kl": {"reduce": "mean", "direction": "both"},
+    "actor/grad_norm": {"reduce": "mean", "direction": "both"},
+    "actor/entropy": {"reduce": "mean", "direction": "both"},
+    "critic/vf_loss": {"reduce": "mean", "direction": "both"},
+    "critic/vf_clipfrac": {"reduce": "mean", "direction": "both"},
+    "critic/grad_norm": {"reduce": "mean", "direction": "both"},
+    "critic/score/mean": {"reduce": "mean", "direction": "both"},
+    "response_length/mean": {"reduce": "mean", "direction": "both"},
 }
 
 
@@ -68,15 +79,19 @@ class MetricPolicy:
     reduce: str = "mean"
     window: tuple[int, int] = DEFAULT_WINDOW
     direction: str = "both"
+    k: float | None = None          # the scenario's own sigma multiple (None: the default)
     atol: float | None = None
     rtol: float | None = None
-    compare: bool = False
+    compare: bool = True
     finite: bool = False
     bounds: tuple[float | None, float | None] | None = None
     explicit: bool = False  # named by the scenario, so a missing metric is an error, not a skip
+    scenario_tolerance: bool = False  # atol/rtol/k come from the scenario (it may widen a band)
 
-    def allowed(self, reference: float) -> float:
-        """The difference from ``reference`` this policy tolerates."""
+    def allowed(self, reference: float) -> float | None:
+        """The difference from ``reference`` its tolerance allows (None: it has none)."""
+        if self.atol is None and self.rtol is None:
+            return None
         return (self.atol or 0.0) + (self.rtol or 0.0) * abs(reference)
 
     @property
@@ -95,32 +110,35 @@ class CheckSpec:
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     expressions: tuple[Expression, ...] = ()
 
-    def policy(self, metric: str,
-               suggested: Mapping[str, float] | None = None) -> MetricPolicy | None:
+    def policy(self, metric: str) -> MetricPolicy | None:
         """The merged policy for ``metric`` (None when nothing applies or it is disabled)."""
         has_default = self.use_defaults and metric in DEFAULT_POLICIES
         override = self.overrides.get(metric)
         if not has_default and override is None:
             return None
         merged: dict[str, Any] = dict(DEFAULT_POLICIES[metric]) if has_default else {}
-        if suggested and merged.get("compare", True) and any(
-                suggested.get(k) is not None for k in ("atol", "rtol")):
-            merged.update({k: suggested.get(k) for k in ("atol", "rtol")})
+        scenario_tolerance = False
         if override is not None:
+            scenario_tolerance = any(k in override for k in ("atol", "rtol", "k"))
+            if scenario_tolerance:  # the scenario's own tolerance replaces the default one
+                merged.pop("atol", None)
+                merged.pop("rtol", None)
             merged.update(override)
         if not merged.pop("enabled", True):
             return None
-        has_tolerance = merged.get("atol") is not None or merged.get("rtol") is not None
-        merged.setdefault("compare", has_tolerance)
         window = merged.pop("window", None) or self.window
         bounds = merged.pop("bounds", None)
         return MetricPolicy(metric=metric, window=(window[0], window[1]),
                             bounds=(bounds[0], bounds[1]) if bounds else None,
-                            explicit=override is not None, **merged)
+                            explicit=override is not None,
+                            scenario_tolerance=scenario_tolerance, **merged)
 
-    def policy_names(self) -> list[str]:
+    def policies(self) -> list[MetricPolicy]:
+        """Every policy in effect (defaults first, then the scenario's own metrics)."""
         names = list(DEFAULT_POLICIES) if self.use_defaults else []
-        return names + [n for n in self.overrides if n not in names]
+        names += [n for n in self.overrides if n not in names]
+        found = (self.policy(n) for n in names)
+        return [p for p in found if p is not None]
 
     def with_baseline(self, path: Path | None) -> "CheckSpec":
         return self if path is None else replace(self, baseline=Path(path))
@@ -256,6 +274,8 @@ def _policy_fields(body: Mapping[str, Any], where: str,
             problems.append((path, f"must be one of {', '.join(DIRECTIONS)}, got {value!r}"))
         elif key in ("atol", "rtol") and value is not None and not (_number(value) and value >= 0):
             problems.append((path, f"must be a number >= 0, got {value!r}"))
+        elif key == "k" and not (_number(value) and value > 0):
+            problems.append((path, f"must be a number > 0 (sigmas), got {value!r}"))
         elif key in ("compare", "finite", "enabled") and not isinstance(value, bool):
             problems.append((path, "must be true or false"))
         elif key == "window":
@@ -266,7 +286,8 @@ def _policy_fields(body: Mapping[str, Any], where: str,
         elif key == "bounds" and not _bounds_ok(value):
             problems.append((path, f"must be [low, high] numbers (null for open), got {value!r}"))
         else:
-            fields[key] = float(value) if key in ("atol", "rtol") and value is not None else value
+            numeric = key in ("atol", "rtol", "k") and value is not None
+            fields[key] = float(value) if numeric else value
     return fields
 
 

@@ -1,11 +1,21 @@
-"""The verdict on a run: every check as a row, then passed, regressed or failed.
+"""The verdict on a run: every check as a row, then one outcome.
 
-- ``failed`` (exit 3): the run crashed, was stopped or timed out, produced no metrics, or stopped
-  before the step the checks need (``min_steps``, by default the end of the widest window a
-  baseline comparison uses) -- with the diagnosis summary when there is one;
+- ``stopped`` (exit 3): stopped by the user (stop button, Ctrl-C, ``stop.request``): shown
+  neutrally with the steps reached; a stopped run never passes;
+- ``failed`` (exit 3): the run's own evidence says it failed or did not finish: a fatal error
+  after the last step (crash, collective timeout, dead worker, OOM, killed, timeout), a non-zero
+  exit code, or fewer steps than expected (``min_steps``, else the scenario's steps, else the
+  log's own total);
 - ``regressed`` (exit 1): a check failed, or could not be computed (an ``error`` row: a missing
-  metric, a window the run does not cover); never a silent pass;
-- ``passed`` (exit 0): every row passed.
+  metric, a window the run does not cover); never a silent pass. A NaN loss is a failed check
+  with a ``diverged`` diagnosis;
+- ``passed`` (exit 0): every judged row passed. Rows that are ``not_measured`` or
+  ``not_comparable`` are shown and counted apart, never as passes.
+
+:func:`judge` is pure: the same :class:`~workbook.checks.evidence.Evidence`, spec and baseline
+give the same verdict in ``workbook run``, ``workbook check``, ``workbook report`` and the
+notebook. Rendering (checks.json here; the table and JUnit XML in their own modules) reads a
+finished verdict and never feeds back into it.
 """
 
 from __future__ import annotations
@@ -16,15 +26,19 @@ from pathlib import Path
 from typing import Any
 
 from workbook.checks.baseline import Baseline
-from workbook.checks.comparison import active_policies, compares, policy_rows
+from workbook.checks.comparison import policy_rows
+from workbook.checks.evidence import Evidence
 from workbook.checks.expression import EvaluationError, Expression
+from workbook.checks.bands import compares
+from workbook.checks.health import divergence, health_rows, required_step
 from workbook.checks.rows import CheckRow, error_row
 from workbook.checks.spec import CheckSpec
 from workbook.errors import EXIT_PASSED, EXIT_REGRESSED, EXIT_RUN_FAILED
-from workbook.metrics.model import RunMetrics
 from workbook.runs import write_atomic
 
-VERDICTS = {"passed": EXIT_PASSED, "regressed": EXIT_REGRESSED, "failed": EXIT_RUN_FAILED}
+VERDICTS = {"passed": EXIT_PASSED, "regressed": EXIT_REGRESSED, "failed": EXIT_RUN_FAILED,
+            "stopped": EXIT_RUN_FAILED}
+COUNTED = ("pass", "fail", "error", "not_measured", "not_comparable")
 
 
 @dataclass
@@ -50,7 +64,7 @@ class Verdict:
     def summary(self) -> dict[str, Any]:
         """``{"status", "reason", "exit_code", "counts"}``: what run.json and an index need."""
         return {"status": self.status, "reason": self.reason, "exit_code": self.exit_code,
-                "counts": {s: self.count(s) for s in ("pass", "fail", "error")}}
+                "counts": {s: self.count(s) for s in COUNTED}}
 
     def to_dict(self) -> dict[str, Any]:
         """checks.json: the summary under ``verdict``, then context and every row."""
@@ -65,46 +79,36 @@ class Verdict:
         """Write ``checks.json`` atomically (readers never see half a file)."""
         return write_atomic(Path(path), json.dumps(self.to_dict(), indent=2, default=str) + "\n")
 
-    def write_junit(self, path: Path, suite: str = "workbook.checks") -> Path:
-        from workbook.checks.junit import junit_xml  # stdlib XML only, kept out of the hot path
 
-        return write_atomic(Path(path), junit_xml(self, suite))
-
-
-def judge(metrics: RunMetrics, spec: CheckSpec, *, baseline: Baseline | None,
-          run: dict[str, Any] | None = None, diagnosis: dict[str, Any] | None = None) -> Verdict:
-    """Judge one run's metrics against the spec and baseline; ``run`` is run.json's content."""
-    run = run or {}
-    diagnosis = diagnosis or run.get("diagnosis") or None
-    rows: list[CheckRow] = []
-    if run:
-        rows.append(_run_row(run, diagnosis))
-    required = _required_step(spec, baseline)
-    last = metrics.last_step
-    if last is None:
-        rows.append(CheckRow(name="metrics produced", kind="run", status="fail",
-                             expected="at least one step", message="no metrics were produced"))
-    else:
-        if required is not None:
-            rows.append(_step_row(last, required, spec))
-        rows += policy_rows(metrics, spec, baseline)
-        rows += [expression_row(e, metrics, baseline) for e in spec.expressions]
-    verdict = Verdict(*_outcome(rows, diagnosis), rows=rows, last_step=last,
-                      required_step=required, run_status=run.get("status"),
+def judge(evidence: Evidence, spec: CheckSpec, *, baseline: Baseline | None) -> Verdict:
+    """Judge one run's evidence against the spec and baseline."""
+    metrics = evidence.metrics
+    window_end = max([p.window[1] for p in spec.policies() if p.uses_window
+                      and compares(p, baseline)] or [0]) or None
+    rows = health_rows(evidence, spec.min_steps, window_end)
+    if len(metrics):
+        rows += policy_rows(evidence, spec, baseline)
+        rows += [expression_row(e, evidence, baseline) for e in spec.expressions]
+    required, _ = required_step(evidence, spec.min_steps, window_end)
+    diagnosis = divergence(rows, metrics.last_step) or evidence.diagnosis
+    status, reason = _outcome(rows, evidence.diagnosis)
+    verdict = Verdict(status, reason, rows=rows, last_step=metrics.last_step,
+                      required_step=required, run_status=evidence.run.get("status"),
                       diagnosis=diagnosis)
     if baseline is not None:
         verdict.baseline = {"path": str(baseline.path) if baseline.path else None,
                             "scenario": baseline.scenario, "hardware": baseline.hardware,
+                            "hardware_key": baseline.hardware_key,
                             "provenance": baseline.provenance}
     return verdict
 
 
-def expression_row(expression: Expression, metrics: RunMetrics,
+def expression_row(expression: Expression, evidence: Evidence,
                    baseline: Baseline | None) -> CheckRow:
     names = expression.metrics
     info = {"metric": names[0] if names else None, "source": expression.text}
     try:
-        outcome = expression.evaluate(metrics, baseline)
+        outcome = expression.evaluate(evidence.metrics, baseline)
     except EvaluationError as exc:
         return error_row(expression.name, "expression", str(exc), **info)
     return CheckRow(name=expression.name, kind="expression",
@@ -112,63 +116,35 @@ def expression_row(expression: Expression, metrics: RunMetrics,
                     expected=outcome.expected, message=outcome.message, **info)
 
 
-def _required_step(spec: CheckSpec, baseline: Baseline | None) -> int | None:
-    if spec.min_steps is not None:
-        return spec.min_steps
-    ends = [p.window[1] for p in active_policies(spec, baseline)
-            if p.uses_window and compares(p, baseline)]
-    return max(ends) if ends else None
-
-
-def _run_row(run: dict[str, Any], diagnosis: dict[str, Any] | None) -> CheckRow:
-    status, code = run.get("status"), run.get("exit_code")
-    if status is None and code is None:
-        ok, message = False, "run.json records neither a status nor an exit code"
-    else:
-        ok = status in (None, "succeeded") and code in (None, 0)
-        message = "" if ok else f"run {status or 'ended'}" + (
-            f" with exit code {code}" if code not in (None, 0) else "")
-    summary = _failure_summary(diagnosis)
-    if not ok and summary:
-        message += f": {summary}"
-    return CheckRow(name="run completed", kind="run", status="pass" if ok else "fail",
-                    value=None if code is None else float(code), expected="succeeded, exit code 0",
-                    message=message)
-
-
-def _step_row(last: int, required: int, spec: CheckSpec) -> CheckRow:
-    why = "min_steps" if spec.min_steps is not None else "end of the widest checks window"
-    ok = last >= required
-    return CheckRow(
-        name=f"reached step {required}", kind="run", status="pass" if ok else "fail",
-        value=float(last), expected=f">= {required} ({why})",
-        message="" if ok else f"run stopped at step {last}, before the required step {required} "
-                              f"({why})")
-
-
-def _outcome(rows: list[CheckRow], diagnosis: dict[str, Any] | None) -> tuple[str, str]:
+def _outcome(rows: list[CheckRow], diagnosis: dict[str, Any]) -> tuple[str, str]:
     run_failures = [r for r in rows if r.kind == "run" and r.status != "pass"]
+    if diagnosis.get("status") == "stopped":
+        return "stopped", "; ".join(r.message for r in run_failures) or "stopped by the user"
     if run_failures:
-        reason = "; ".join(r.message for r in run_failures)
-        summary = _failure_summary(diagnosis)
-        if summary and summary not in reason:
-            reason += f" ({summary})"
-        return "failed", reason
-    checks = [r for r in rows if r.kind != "run"]
-    bad = [r for r in checks if r.status != "pass"]
+        messages: list[str] = []
+        for message in (r.message for r in run_failures):
+            if not any(message in earlier for earlier in messages):
+                messages.append(message)
+        return "failed", "; ".join(messages)
+    judged = [r for r in rows if r.judged]
+    bad = [r for r in judged if r.status != "pass"]
+    aside = _aside(rows)
     if bad:
         failed, errors = sum(r.status == "fail" for r in bad), sum(r.status == "error" for r in bad)
         counts = " and ".join(p for p in (f"{failed} failed" if failed else "",
                                           f"{errors} could not be computed" if errors else "") if p)
-        first = f"{bad[0].name}: {bad[0].message}"
-        return "regressed", f"{counts} of {len(checks)} checks; first: {first}"
-    if not checks:
-        return "passed", "run completed; no checks apply (no baseline, no expressions)"
-    return "passed", f"all {len(checks)} checks passed"
+        return "regressed", f"{counts} of {len(judged)} checks; first: {bad[0].name}: " \
+                            f"{bad[0].message}{aside}"
+    return "passed", f"all {len(judged)} checks passed{aside}"
 
 
-def _failure_summary(diagnosis: dict[str, Any] | None) -> str | None:
-    """The diagnosis' one line, unless it found nothing wrong."""
-    if not diagnosis or diagnosis.get("status") == "succeeded":
-        return None
-    return diagnosis.get("summary") or None
+def _aside(checks: list[CheckRow]) -> str:
+    """``; 2 not measured; 1 not comparable (baseline not comparable: ...)``."""
+    parts = []
+    unmeasured = [r for r in checks if r.status == "not_measured"]
+    if unmeasured:
+        parts.append(f"{len(unmeasured)} not measured on this hardware")
+    unlike = [r for r in checks if r.status == "not_comparable"]
+    if unlike:
+        parts.append(f"{len(unlike)} not comparable ({unlike[0].message})")
+    return "".join(f"; {p}" for p in parts)

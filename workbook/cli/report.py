@@ -59,6 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def report_command(args: argparse.Namespace) -> int:
+    """Judge (as ``workbook check`` would), then render; the verdict is the same everywhere."""
+    from workbook.checks.runner import judge_run_dir
     from workbook.report.render import render_report
 
     path: Path = args.path
@@ -69,13 +71,17 @@ def report_command(args: argparse.Namespace) -> int:
             raise InputError(
                 f"{path}: not a run directory (no {RUN_FILES['run']} or {RUN_FILES['log']})"
             )
+        if RunDir(path).read_json("run").get("status") not in ("prepared", "running"):
+            judge_run_dir(path)
         report = render_report(path)
         if args.out:
             args.out.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(report, args.out / report.name)
             report = args.out / report.name
     else:
-        report = render_report(import_log(path, args.out or default_root()).path)
+        imported = import_log(path, args.out or default_root())
+        judge_run_dir(imported.path)
+        report = render_report(imported.path)
     print(report)
     return 0
 
@@ -89,11 +95,10 @@ def import_log(source: Path, runs_root: Path) -> RunDir:
     run = RunDir.create(Path(runs_root), "imported")
     shutil.copyfile(source, run.file("metrics" if is_jsonl_file(source) else "log"))
     diagnosis = diagnose(run.path, metrics=metrics).to_dict()
-    status = {"succeeded": "succeeded", "failed": "failed"}.get(str(diagnosis["status"]), "unknown")
     run.update_run(
         run_id=run.run_id,
         scenario="imported",
-        status=status,
+        status="imported",  # no process ended here: the log's own words are the evidence
         exit_code=None,
         started_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         message=f"imported from {source.resolve()}",

@@ -11,7 +11,12 @@ failure, classified by what they say. At the end it picks the root cause:
   rank makes the others time out in a collective and their actors die, and Ray flushes worker
   output late, so file order alone would name a consequence (log 13 prints the driver's
   wrapper before the worker's own lines);
-* the exit code and the run status decide succeeded / failed / incomplete and ``killed``.
+* the exit code and the run status decide succeeded / failed / incomplete / stopped.
+
+On the way it also reads what the log says about the run itself: how many steps it was meant to
+train (verl's ``Total training steps: N`` line, the ``Training Progress: k/N`` bar, the echoed
+config) and which steps replayed a rollout dump (``[RolloutTqSkip()] Injected ... at current
+step k``), so a bare log is judged against its own expectations.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from workbook.metrics.loading import is_jsonl_file, load_metrics
 from workbook.metrics.model import RunMetrics
 from workbook.runs import RUN_FILES, RunDir
 
-STATUSES = ("succeeded", "failed", "incomplete")
+STATUSES = ("succeeded", "failed", "incomplete", "stopped")
 # Most specific first: the first category present among fatal signals is the root cause.
 PRIORITY = (
     "config_error",
@@ -39,7 +44,7 @@ PRIORITY = (
     "worker_died",
     "killed",
 )
-CATEGORIES = PRIORITY + ("unknown", "none")
+CATEGORIES = PRIORITY + ("timeout", "stopped", "diverged", "unknown", "none")
 LABELS = {
     "oom": "Out of memory",
     "collective_timeout": "Collective communication failed or timed out",
@@ -48,6 +53,9 @@ LABELS = {
     "import_error": "Import failed",
     "python_exception": "Python exception",
     "killed": "Killed",
+    "timeout": "Timed out",
+    "stopped": "Stopped by the user",
+    "diverged": "Training diverged",
     "unknown": "Failed without a recognisable error in the log",
     "none": "No failure",
 }
@@ -60,6 +68,11 @@ KILL_EXIT_CODES = {
     143: "SIGTERM",
 }
 STOP_STATUSES = ("stopped", "timeout")
+# What the log says about the run itself (see the module docstring).
+_PROGRESS_RE = re.compile(r"Training Progress:[^|\n]*\|[^|\n]*\|\s*(\d+)/(\d+)")
+_TOTAL_RE = re.compile(r"Total training steps: (\d+)")
+_CONFIG_TOTAL_RE = re.compile(r"['\"]?total_training_steps['\"]?\s*[:=]\s*(\d+)")
+_REPLAYED_RE = re.compile(r"RolloutTqSkip\(\)\].*Injected .* at current step (\d+)")
 MAX_EVIDENCE = 6
 MAX_LINE = 400
 MAX_SIGNALS = 5000
@@ -157,6 +170,8 @@ class Diagnosis:
     summary: str
     evidence: list[str] = field(default_factory=list)
     last_step: int | None = None
+    expected_steps: int | None = None  # as the log itself states it (None: it does not)
+    replayed_steps: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -165,6 +180,8 @@ class Diagnosis:
             "summary": self.summary,
             "evidence": list(self.evidence),
             "last_step": self.last_step,
+            "expected_steps": self.expected_steps,
+            "replayed_steps": list(self.replayed_steps),
         }
 
 
@@ -184,6 +201,9 @@ class Diagnoser:
         )  # prefixes between "The above exception..." and its traceback
         self._task: dict[str, str] = {}
         self._wrapped: set[str] = set()  # exception types seen inside RayTaskError(...) wrappers
+        self.progress_total: int | None = None  # N of verl's "Training Progress: k/N" bar
+        self.stated_total: int | None = None  # "Total training steps: N" or the echoed config
+        self.replayed: set[int] = set()
 
     def _wrapped_root(self, content: str) -> bool:
         """The ``AssertionError: ...`` line a ``RayTaskError(AssertionError)`` wraps is the root
@@ -198,6 +218,8 @@ class Diagnoser:
 
     def feed(self, raw: str) -> None:
         self.lineno += 1
+        if "raining" in raw or "RolloutTqSkip" in raw:
+            self._read_facts(raw)
         if "step:" in raw:
             row = find_row(strip_prefix(clean(raw)))
             if row is not None:  # a metrics row: progress, never an error
@@ -227,6 +249,26 @@ class Diagnoser:
                     self._task.get(prefix),
                 )
             )
+
+    def _read_facts(self, raw: str) -> None:
+        """Expected steps and replayed steps, as the log states them."""
+        if "Training Progress" in raw:
+            totals = [int(m.group(2)) for m in _PROGRESS_RE.finditer(raw)]
+            if totals:
+                self.progress_total = max(totals + [self.progress_total or 0])
+        elif "otal training steps" in raw or "total_training_steps" in raw:
+            match = _TOTAL_RE.search(raw) or _CONFIG_TOTAL_RE.search(raw)
+            if match and int(match.group(1)) > 0:
+                self.stated_total = int(match.group(1))
+        elif "Injected" in raw:
+            match = _REPLAYED_RE.search(raw)
+            if match:
+                self.replayed.add(int(match.group(1)))
+
+    @property
+    def expected_steps(self) -> int | None:
+        """The bar's total (what the trainer really ran to), else the stated total."""
+        return self.progress_total or self.stated_total
 
     def _track_traceback(self, prefix: str, content: str) -> bool:
         """Follow Python (and Ray's chained) tracebacks; True for an exception line."""
@@ -277,10 +319,28 @@ class Diagnoser:
         expected_steps: int | None = None,
         status: str | None = None,
     ) -> Diagnosis:
-        """The verdict given what the log said and how the process ended."""
+        """The diagnosis given what the log said and how the process ended.
+
+        ``expected_steps`` (the scenario's) wins over what the log states.
+        """
+        found = self._result(exit_code, metrics, expected_steps or self.expected_steps, status)
+        found.expected_steps = self.expected_steps
+        found.replayed_steps = sorted(self.replayed)
+        return found
+
+    def _result(
+        self,
+        exit_code: int | None,
+        metrics: RunMetrics | None,
+        expected_steps: int | None,
+        status: str | None,
+    ) -> Diagnosis:
         last_step = metrics.last_step if metrics is not None and len(metrics) else self.max_step
-        stopped = status in STOP_STATUSES or exit_code in KILL_EXIT_CODES
-        clean_exit = exit_code == 0 and status not in STOP_STATUSES + ("failed",)
+        fatal = [s for s in self.signals if s.step_before == self.max_step]
+        killed_by_signal = exit_code in KILL_EXIT_CODES
+        if status in STOP_STATUSES or (killed_by_signal and status != "failed"):
+            return self._stopped(status, exit_code, fatal, last_step)
+        clean_exit = exit_code == 0 and status != "failed"
         if clean_exit:
             if expected_steps is not None and (last_step is None or last_step < expected_steps):
                 return Diagnosis(
@@ -293,25 +353,7 @@ class Diagnoser:
             return Diagnosis(
                 "succeeded", "none", f"Succeeded; {_step_text(last_step)}", [], last_step
             )
-        fatal = [s for s in self.signals if s.step_before == self.max_step]
-        failed = (exit_code is not None and exit_code != 0) or status in STOP_STATUSES + ("failed",)
-        if stopped:
-            ooms = [s for s in fatal if s.category == "oom"]
-            if ooms:
-                return self._verdict("oom", ooms, last_step)
-            how = f"exit code {exit_code}" + (
-                f" ({KILL_EXIT_CODES[exit_code]})" if exit_code in KILL_EXIT_CODES else ""
-            )
-            if status in STOP_STATUSES:
-                how = f"run {status}" + (f", {how}" if exit_code is not None else "")
-            lines = [s.text for s in fatal if s.category == "killed"][: MAX_EVIDENCE - 1]
-            return Diagnosis(
-                "failed",
-                "killed",
-                f"{LABELS['killed']}: {how}; {_step_text(last_step)}",
-                [how] + lines,
-                last_step,
-            )
+        failed = (exit_code is not None and exit_code != 0) or status == "failed"
         if fatal or failed:
             candidates = fatal or self.signals
             for category in PRIORITY:
@@ -335,6 +377,44 @@ class Diagnoser:
             "none",
             f"No exit status and no fatal error in the log; {_step_text(last_step)}{target}",
             [],
+            last_step,
+        )
+
+    def _stopped(
+        self, status: str | None, exit_code: int | None, fatal: list[Signal], last_step: int | None
+    ) -> Diagnosis:
+        """Ended from outside: stopped by the user, timed out, or killed by a signal.
+
+        An OOM in the log wins: the kernel's OOM killer also ends processes with SIGKILL.
+        """
+        ooms = [s for s in fatal if s.category == "oom"]
+        if ooms:
+            return self._verdict("oom", ooms, last_step)
+        how = f"exit code {exit_code}" + (
+            f" ({KILL_EXIT_CODES[exit_code]})" if exit_code in KILL_EXIT_CODES else ""
+        )
+        if status == "stopped":
+            return Diagnosis(
+                "stopped",
+                "stopped",
+                f"{LABELS['stopped']}; {_step_text(last_step)}",
+                [],
+                last_step,
+            )
+        if status == "timeout":
+            return Diagnosis(
+                "failed",
+                "timeout",
+                f"{LABELS['timeout']}; {_step_text(last_step)}",
+                [how] if exit_code is not None else [],
+                last_step,
+            )
+        lines = [s.text for s in fatal if s.category == "killed"][: MAX_EVIDENCE - 1]
+        return Diagnosis(
+            "failed",
+            "killed",
+            f"{LABELS['killed']}: {how}; {_step_text(last_step)}",
+            [how] + lines,
             last_step,
         )
 
@@ -379,6 +459,7 @@ def diagnose(
             record = RunDir(path).read_json("run")
             exit_code = exit_code if exit_code is not None else record.get("exit_code")
             status = status if status is not None else record.get("status")
+            status = None if status in ("imported", "unknown", "prepared", "running") else status
             if metrics is None and (
                 (path / RUN_FILES["metrics"]).is_file() or (path / RUN_FILES["log"]).is_file()
             ):

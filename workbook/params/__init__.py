@@ -14,10 +14,21 @@ __all__ = ["Scenario", "assets_dir", "load_scenario", "validate_scenario"]
 
 
 def _checks_problems(s: Scenario, params_dir: Path) -> list[tuple[str, str]]:
+    """The ``checks:`` section, its steps, and bands that could never fail (against the baseline)."""
+    from workbook.checks.bands import band_problems
+    from workbook.checks.baseline import load_baseline
     from workbook.checks.spec import parse_checks, step_problems
+    from workbook.errors import BaselineError
 
     spec, problems = parse_checks(s.checks, params_dir=params_dir)
-    return problems + step_problems(spec, s.total_training_steps)
+    problems += step_problems(spec, s.total_training_steps)
+    baseline = None
+    if spec.baseline is not None and spec.baseline.is_file():
+        try:
+            baseline = load_baseline(spec.baseline)
+        except BaselineError as exc:
+            problems.append(("checks.baseline", exc.message))
+    return problems + band_problems(spec, baseline)
 
 
 def load_scenario(

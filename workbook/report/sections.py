@@ -18,12 +18,16 @@ from typing import Any
 
 from workbook import provenance
 from workbook.plots.panels import Panel, build_panels, regression_panel
+from workbook.report.page import banner_style, status_style
 from workbook.report.view import RunView, band_of, bands, date_text, duration_text, load_view
 
 _e = html.escape
 CHECKS_NOTE = (
-    "Every check is a row: its value, what was expected and whether it held. A failed comparison "
-    "with a baseline is drawn below the table against the baseline's allowed range."
+    "Every check is a row: its value, what was expected and whether it held. A comparison with "
+    "the baseline allows k sigma of the blessed runs' spread (or a floor, or the scenario's own "
+    "tolerance): 'band from' says which. NOT MEASURED (the hardware does not measure the metric) "
+    "and NOT COMPARABLE (other hardware, other settings, or replayed rollouts) are neither passes "
+    "nor failures. A failed comparison is drawn below the table against its band."
 )
 PLOTS_NOTE = (
     "Clip fraction: the share of tokens whose importance ratio left [1 - clip_ratio_low, "
@@ -80,9 +84,11 @@ def banner(run: Any) -> Section:
         for k, val in facts.items()
     )
     body = (
-        f'<section class="wb-banner wb-{_e(status)}" id="verdict-banner" data-verdict="{_e(status)}">'
-        f'<div class="wb-verdict">{_e(status.upper())}</div>'
-        f'<div class="wb-reason" data-reason>{_e(reason)}</div><dl>{items}</dl></section>'
+        f'<section class="wb-banner wb-{_e(status)}" id="verdict-banner" data-verdict="{_e(status)}"'
+        f' style="{banner_style(status)}">'
+        f'<div class="wb-verdict" style="font-size:1.6em;font-weight:700">{_e(status.upper())}</div>'
+        f'<div class="wb-reason" data-reason>{_e(reason)}</div>'
+        f'<dl style="display:flex;flex-wrap:wrap;gap:4px 22px;margin:0">{items}</dl></section>'
     )
     return Section("banner", body)
 
@@ -101,18 +107,21 @@ def checks(run: Any) -> Section:
         f'<tr class="wb-row-{_e(str(r.get("status")))}" data-check="{_e(str(r.get("name")))}">'
         f"<td>{_e(str(r.get('name', '')))}</td><td>{_e(str(r.get('metric') or ''))}</td>"
         f'<td class="num">{_e(_fmt(r.get("value")))}</td><td>{_e(str(r.get("expected", "")))}</td>'
-        f'<td class="wb-status">{_e(str(r.get("status", "")).upper())}</td>'
+        f"<td>{_e(str(r.get('band') or ''))}</td>"
+        f'<td class="wb-status" style="{status_style(str(r.get("status")))}">'
+        f'{_e(str(r.get("status", "")).replace("_", " ").upper())}</td>'
         f"<td>{_e(str(r.get('message', '')))}</td></tr>"
         for r in rows
     )
     table = (
         '<table class="wb-checks"><thead><tr><th>check</th><th>metric</th><th>value</th>'
-        f"<th>expected</th><th>status</th><th>message</th></tr></thead><tbody>{cells}</tbody></table>"
+        "<th>expected</th><th>band from</th><th>status</th><th>message</th></tr></thead>"
+        f"<tbody>{cells}</tbody></table>"
     )
     figures = []
     for row in rows:
         band = band_of(row)
-        if row.get("status") != "pass" and row.get("metric") and band is not None:
+        if row.get("status") in ("fail", "error") and row.get("metric") and band is not None:
             panel = regression_panel(
                 v.metrics,
                 str(row["metric"]),

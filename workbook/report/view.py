@@ -22,8 +22,8 @@ from workbook.plots.panels import Band
 from workbook.report.redaction import redact_mapping, redact_text
 from workbook.runs import RUN_FILES
 
-VERDICTS = ("passed", "regressed", "failed")
-FAILED_STATUSES = ("failed", "stopped", "timeout")
+VERDICTS = ("passed", "regressed", "failed", "stopped")
+FAILED_STATUSES = ("failed", "timeout")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
@@ -50,12 +50,14 @@ class RunView:
 
     @property
     def verdict(self) -> tuple[str, str]:
-        """``(passed|regressed|failed|running|unjudged, one-line reason)``."""
+        """``(passed|regressed|failed|stopped|running|unjudged, one-line reason)``."""
         for source in (self.checks.get("verdict"), self.run.get("verdict")):
             status, reason = _verdict_of(source, self.checks.get("reason", ""))
             if status in VERDICTS:
                 return status, reason
         diagnosis = self.run.get("diagnosis") or {}
+        if self.status == "stopped":
+            return "stopped", diagnosis.get("summary") or "stopped by the user"
         if self.status in FAILED_STATUSES:
             why = diagnosis.get("summary") or self.run.get("message") or f"run {self.status}"
             return "failed", f"run {self.status}: {why}" if self.status not in why else why

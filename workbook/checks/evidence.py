@@ -1,0 +1,154 @@
+"""Everything a verdict rests on, read once from a run directory, a console log or a JSONL file.
+
+The same :class:`Evidence` feeds ``workbook run``, ``workbook check``, ``workbook report`` and the
+notebook, so the same files give the same verdict wherever they are judged. For a bare log the
+run's own words stand in for what a run directory records: how many steps it was to train
+(``Total training steps``, the progress bar), whether it ended in a fatal error, which steps
+replayed a rollout dump.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from workbook.errors import InputError
+from workbook.metrics.diagnosis import diagnose
+from workbook.metrics.loading import load_metrics
+from workbook.metrics.model import RunMetrics
+from workbook.params.settings import settings_of
+from workbook.provenance import hardware_key
+from workbook.runs import RUN_FILES, is_run_dir
+from workbook.serialization import load_yaml
+
+PACKAGE_PARAMS = Path(__file__).resolve().parents[2] / "params"
+# run.json statuses that say nothing about how a process ended (an imported log has no process)
+BARE_STATUSES = (None, "imported", "unknown")
+
+
+@dataclass
+class Evidence:
+    """What one run left behind, as the checks read it."""
+
+    path: Path
+    metrics: RunMetrics
+    diagnosis: dict[str, Any]
+    run: dict[str, Any] = field(default_factory=dict)  # run.json ({} for a bare log)
+    scenario: dict[str, Any] = field(default_factory=dict)  # resolved params ({} if unknown)
+    expected_steps: int | None = None
+    expected_from: str = ""  # "the scenario" or "the log"
+
+    @property
+    def is_run_dir(self) -> bool:
+        return self.path.is_dir()
+
+    @property
+    def bare(self) -> bool:
+        """Only a log to go by: no launcher recorded how the process ended."""
+        return self.run.get("exit_code") is None and self.run.get("status") in BARE_STATUSES
+
+    @property
+    def profile(self) -> str | None:
+        return self.scenario.get("profile") or self.run.get("profile")
+
+    @property
+    def hardware(self) -> dict[str, Any] | None:
+        """The hardware key of the machine the run ran on (None when not recorded)."""
+        if not self.run.get("hardware"):
+            return None
+        return hardware_key({**self.run, "profile": self.profile})
+
+    @property
+    def settings(self) -> dict[str, Any] | None:
+        return settings_of(self.scenario) if self.scenario else None
+
+    @property
+    def replayed_steps(self) -> list[int]:
+        return list(self.diagnosis.get("replayed_steps") or [])
+
+
+def gather(path: Path, *, scenario: Mapping[str, Any] | None = None) -> Evidence:
+    """Read a run directory, console log or JSONL file.
+
+    ``scenario`` is the resolved scenario the run was meant to follow (``--scenario``); a run
+    directory's own ``params.resolved.yaml`` is used when it is not given.
+
+    Raises:
+        InputError: the path does not exist; MetricsError: a file cannot be read at all.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"no such run directory or file: {path}")
+    run = read_run(path) if path.is_dir() else {}
+    resolved = dict(scenario) if scenario is not None else (
+        read_resolved_params(path) if path.is_dir() else {})
+    metrics = _metrics(path)
+    wanted = _int(resolved.get("total_training_steps")) or _int(run.get("expected_steps"))
+    found = diagnose(path, metrics=metrics, expected_steps=wanted).to_dict()
+    stated = _int(found.get("expected_steps"))
+    evidence = Evidence(path, metrics, found, run, resolved)
+    if wanted:
+        evidence.expected_steps, evidence.expected_from = wanted, "the scenario"
+    elif stated:
+        evidence.expected_steps, evidence.expected_from = stated, "the log"
+    return evidence
+
+
+def read_run(path: Path) -> dict[str, Any]:
+    """run.json of a run directory ({} without one)."""
+    run_json = Path(path) / RUN_FILES["run"]
+    if not run_json.exists():
+        return {}
+    try:
+        data = json.loads(run_json.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{run_json}: unreadable: {exc}") from None
+    return data if isinstance(data, dict) else {}
+
+
+def read_resolved_params(run_dir: Path) -> dict[str, Any]:
+    path = Path(run_dir) / RUN_FILES["params"]
+    if not path.exists():
+        return {}
+    data = load_yaml(path)
+    return data if isinstance(data, dict) else {}
+
+
+def params_dir_for(resolved: Mapping[str, Any], run: Mapping[str, Any] | None = None) -> Path:
+    """Folder a scenario's relative baseline path is read from.
+
+    The folder of the scenario file the run recorded (``run.json``), the resolved params' own
+    ``params_dir`` or ``source`` when recorded, else ``./params``, else the ``params/`` folder
+    next to the installed package (a source checkout).
+    """
+    scenario_file = (run or {}).get("scenario_file")
+    if scenario_file and Path(str(scenario_file)).parent.is_dir():
+        return Path(str(scenario_file)).parent
+    if resolved.get("params_dir"):
+        return Path(str(resolved["params_dir"])).expanduser()
+    if resolved.get("source"):
+        return Path(str(resolved["source"])).expanduser().parent
+    local = Path.cwd() / "params"
+    return local if local.is_dir() else PACKAGE_PARAMS
+
+
+def is_run_directory(path: Path) -> bool:
+    path = Path(path)
+    return path.is_dir() and (is_run_dir(path) or (path / RUN_FILES["metrics"]).exists())
+
+
+def _metrics(path: Path) -> RunMetrics:
+    """A run directory that never got as far as writing a log has no metrics (and failed)."""
+    if path.is_dir() and not any((path / RUN_FILES[k]).exists() for k in ("metrics", "log")):
+        return RunMetrics()
+    return load_metrics(path)
+
+
+def _int(value: Any) -> int | None:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None

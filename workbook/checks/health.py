@@ -1,0 +1,142 @@
+"""Health checks every run gets, with or without a scenario or a baseline.
+
+- **run completed**: the process (or, for a bare log, the log) shows no fatal error after the
+  last step, a zero exit code when one is known, and was not stopped;
+- **reached step N**: the run logged the step it was meant to reach (``min_steps``, else the
+  steps the scenario trains, else what the log itself states);
+- **finite**: every loss, KL, entropy and gradient-norm metric is finite at every step; the
+  first NaN or infinity names the step and metric, and the verdict's diagnosis says "diverged";
+- **clip fractions within [0, 1]**.
+
+The first two are ``run`` rows: when one fails the run itself failed (exit 3). The others are
+checks: a failure is a regression (exit 1).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from workbook.checks.domains import is_clip_fraction, must_be_finite
+from workbook.checks.evidence import Evidence
+from workbook.checks.rows import CheckRow, steps_text
+
+FINITE_CHECK = "losses, KL, entropy and gradient norms finite"
+CLIP_CHECK = "clip fractions within [0, 1]"
+
+
+def health_rows(evidence: Evidence, min_steps: int | None,
+                window_end: int | None = None) -> list[CheckRow]:
+    """The run rows, then the finite and clip-fraction rows for what the run logged.
+
+    The step a run must reach: ``min_steps``, else the steps it was to train, else (nothing
+    says how many) the end of the widest window a baseline comparison reduces over.
+    """
+    rows = [completed_row(evidence)]
+    required, why = required_step(evidence, min_steps, window_end)
+    if required is not None:
+        rows.append(steps_row(evidence, required, why))
+    if len(evidence.metrics):
+        rows += [r for r in (finite_row(evidence), clip_row(evidence)) if r is not None]
+    return rows
+
+
+def completed_row(evidence: Evidence) -> CheckRow:
+    d = evidence.diagnosis
+    status, last = d.get("status"), d.get("last_step")
+    code = evidence.run.get("exit_code")
+    value = None if code is None else float(code)
+    expected = "finished: exit code 0, no fatal error in the log"
+    name = "run completed"
+    if status == "succeeded":
+        return CheckRow(name=name, kind="run", status="pass", value=value, expected=expected,
+                        message=str(d.get("summary") or ""))
+    if status == "incomplete" and evidence.bare and evidence.expected_steps is None:
+        # A bare log that states no total and shows no fatal error: nothing says it failed.
+        return CheckRow(name=name, kind="run", status="pass", value=value, expected=expected,
+                        message="no fatal error in the log; it does not state how many steps "
+                                f"the run was to train (last step {last})")
+    if not len(evidence.metrics) and status == "incomplete":
+        message = "no step completed and no exit status recorded"
+    else:
+        message = str(d.get("summary") or f"run {status}")
+    return CheckRow(name=name, kind="run", status="fail", value=value, expected=expected,
+                    message=message)
+
+
+def required_step(evidence: Evidence, min_steps: int | None,
+                  window_end: int | None) -> tuple[int | None, str]:
+    """The step the run must reach, and why."""
+    if min_steps:
+        return min_steps, "min_steps"
+    if evidence.expected_steps:
+        return evidence.expected_steps, f"the steps {evidence.expected_from} says it trains"
+    if window_end:
+        return window_end, "the end of the checks window"
+    return None, ""
+
+
+def steps_row(evidence: Evidence, required: int, source: str) -> CheckRow:
+    last = evidence.metrics.last_step
+    ok = last is not None and last >= required
+    return CheckRow(
+        name=f"reached step {required}", kind="run", status="pass" if ok else "fail",
+        value=None if last is None else float(last), expected=f">= {required} ({source})",
+        message="" if ok else (f"the run stopped at step {last}, before step {required}"
+                               if last is not None else "no step completed"))
+
+
+def finite_row(evidence: Evidence) -> CheckRow | None:
+    """One row over every loss/KL/entropy/grad-norm metric; the first non-finite value wins."""
+    metrics = evidence.metrics
+    names = [n for n in metrics.names() if must_be_finite(n)]
+    if not names:
+        return None
+    bad: dict[str, list[int]] = {}
+    first: tuple[int, str, float] | None = None
+    for name in names:
+        for step, value in metrics.series(name).items():
+            if not math.isfinite(value):
+                bad.setdefault(name, []).append(step)
+                if first is None or step < first[0]:
+                    first = (step, name, value)
+    expected = f"finite at every step ({len(names)} metrics)"
+    if first is None:
+        return CheckRow(name=FINITE_CHECK, kind="finite", status="pass", expected=expected,
+                        steps=metrics.step_numbers)
+    step, metric, value = first
+    others = "; ".join(f"{n} at step(s) {steps_text(s)}" for n, s in bad.items() if n != metric)
+    message = f"{metric} is {value} at step {step} (first non-finite value)"
+    return CheckRow(name=FINITE_CHECK, kind="finite", status="fail", value=value,
+                    expected=expected, metric=metric, steps=bad[metric],
+                    message=message + (f"; also {others}" if others else ""))
+
+
+def clip_row(evidence: Evidence) -> CheckRow | None:
+    metrics = evidence.metrics
+    names = [n for n in metrics.names() if is_clip_fraction(n)]
+    if not names:
+        return None
+    outside: list[tuple[int, str, float]] = []
+    for name in names:
+        outside += [(s, name, v) for s, v in metrics.series(name).items()
+                    if math.isnan(v) or not 0.0 <= v <= 1.0]
+    expected = f"within [0, 1] at every step ({', '.join(names)})"
+    if not outside:
+        return CheckRow(name=CLIP_CHECK, kind="bounds", status="pass", expected=expected,
+                        lower=0.0, upper=1.0)
+    step, metric, value = min(outside)
+    return CheckRow(name=CLIP_CHECK, kind="bounds", status="fail", value=value,
+                    expected=expected, metric=metric, lower=0.0, upper=1.0,
+                    steps=sorted({s for s, n, _ in outside if n == metric}),
+                    message=f"{metric} is {value:.6g} at step {step}")
+
+
+def divergence(rows: list[CheckRow], last_step: int | None) -> dict[str, Any] | None:
+    """The ``diverged`` diagnosis when the finite check failed, else None."""
+    row = next((r for r in rows if r.kind == "finite" and r.status == "fail"), None)
+    if row is None:
+        return None
+    return {"status": "diverged", "category": "diverged",
+            "summary": f"Training diverged: {row.message}", "evidence": [row.message],
+            "last_step": last_step}

@@ -1,0 +1,66 @@
+"""Tables for terminals and CI logs, through rich (the one module that imports it).
+
+A CI log is not a terminal: rich then prints plain text (no colour codes to garble the log) at
+a fixed width wide enough that check names and messages are not cut to ``...``. On a terminal
+the verdict and statuses are coloured.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from typing import Iterable, Sequence
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+CI_WIDTH = 240
+STYLES = {
+    "pass": "green", "passed": "bold green", "fail": "red", "failed": "bold red",
+    "error": "yellow", "regressed": "bold yellow", "stopped": "bold blue",
+    "not_measured": "dim", "not_comparable": "dim", "skipped": "dim",
+}
+
+
+def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]],
+          *, status_column: int | None = None) -> Table:
+    """A table whose ``status_column`` cells are coloured by their value."""
+    out = Table(title=title or None, box=box.SIMPLE_HEAD, header_style="bold",
+                title_justify="left")
+    for column in columns:
+        out.add_column(column, overflow="fold")
+    for row in rows:
+        cells = [Text("" if c is None else str(c)) for c in row]  # Text: no markup parsing
+        if status_column is not None:
+            status = cells[status_column].plain
+            cells[status_column] = Text(status.upper(), style=STYLES.get(status.lower(), ""))
+        out.add_row(*cells)
+    return out
+
+
+def show(*items: object, file: object = None) -> None:
+    """Print tables or lines to ``file`` (stdout by default) the way the terminal can take."""
+    stream = file or sys.stdout
+    console = Console(file=stream, width=None if _is_tty(stream) else CI_WIDTH,  # type: ignore[arg-type]
+                      highlight=False, soft_wrap=False)
+    for item in items:
+        console.print(item)
+
+
+def render(*items: object) -> str:
+    """The plain text ``show`` would print to a non-terminal (for tests and files)."""
+    buffer = io.StringIO()
+    Console(file=buffer, width=CI_WIDTH, highlight=False, color_system=None).print(*items)
+    return buffer.getvalue()
+
+
+def verdict_line(status: str, reason: str) -> Text:
+    """``verdict: PASSED - all 12 checks passed`` (what CI logs are grepped for)."""
+    return Text.assemble("verdict: ", (status.upper(), STYLES.get(status, "")), f" - {reason}")
+
+
+def _is_tty(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
