@@ -1,12 +1,18 @@
-"""The steps a notebook cell (or ``workbook run``) calls, one per cell: prepare, launch, judge.
+"""The steps a notebook cell (or ``workbook run``) calls, one per cell: prepare, launch, judge,
+finish.
 
 Each step reads and writes the run directory, so a notebook re-opened later, ``workbook
-report`` or ``workbook check`` can pick up from whatever the last step left.
+report`` or ``workbook check`` can pick up from whatever the last step left. ``finish`` is the
+notebook's last cell and also what ``workbook run`` does after the notebook, whatever became of
+it: record how the run ended, judge it, render the report, update the index -- each step even
+when another fails. So JupyterLab, plain papermill and ``workbook run`` leave the same run
+directory.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,10 +20,12 @@ from typing import Any, Iterable
 
 from workbook import provenance
 from workbook.command import as_json, as_shell, build_plan
+from workbook.command.builder import ROLLOUTS_DIR
 from workbook.launch.outcome import Outcome, Plan
-from workbook.params import Scenario, load_scenario
+from workbook.params import Scenario, validate_scenario
+from workbook.project import find_scenario
 from workbook.report.redaction import redact_mapping, redact_text
-from workbook.runs import RunDir, default_root, write_atomic
+from workbook.runs import RunDir, default_root, now_iso, write_atomic
 from workbook.serialization import dump_yaml
 
 
@@ -79,18 +87,26 @@ def prepare(
     settings: dict[str, Any] | None = None,
     run_dir: str | Path = "",
     run_root: str | Path = "",
+    notebook: str = "",
 ) -> Run:
-    """Validate the scenario, create (or adopt) the run directory and write the command."""
-    scenario_file = Path(scenario).resolve()
+    """Validate the scenario, create (or adopt) the run directory and write the command.
+
+    ``scenario`` resolves against the project, not the working directory (a JupyterLab kernel
+    runs in ``notebooks/``); runs land under ``run_root``, else the one runs root
+    (``$WORKBOOK_RUNS`` or the project's ``runs/``). ``notebook`` names the template the run's
+    report is rendered with (the calling notebook says its own name).
+    """
+    scenario_file = find_scenario(scenario)
     sets = settings_to_sets(settings) + list(overrides)
     ensure_profile_ready(scenario_file, sets)
-    s = load_scenario(scenario_file, sets)
+    s = validate_scenario(scenario_file, sets)  # what `workbook validate` checks, verl's config too
     if run_dir:
         rd = RunDir(Path(run_dir).resolve())
         rd.path.mkdir(parents=True, exist_ok=True)
     else:
-        rd = RunDir.create(Path(run_root) if run_root else default_root(), s.name)
+        rd = RunDir.create(Path(run_root).resolve() if run_root else default_root(), s.name)
     plan = plan_for(s, rd.path)
+    pin_rollouts(s, rd)
     write_atomic(rd.file("params"), dump_yaml(redact_mapping(s.model_dump(mode="json"))))
     write_atomic(rd.file("command_json"), redact_text(as_json(plan)))
     write_atomic(rd.file("command_sh"), "#!/bin/sh\n" + redact_text(as_shell(plan)))
@@ -109,9 +125,24 @@ def prepare(
         "clip_ratio_low": s.clip_ratio_low,
         "clip_ratio_high": s.clip_ratio_high,
         "overrides": sets,
+        "runs_root": str(Path(run_root).resolve() if run_root else default_root()),
+        "notebook": notebook,
+        "notebook_parameters": {"scenario": str(scenario), "overrides": list(overrides),
+                                "settings": settings or {}},
         **provenance.collect(),
     }))
     return Run(s, scenario_file, rd, plan, sets)
+
+
+def pin_rollouts(s: Scenario, rd: RunDir) -> None:
+    """Copy a pinned rollout dump into the run: verl replays from (and dumps any step the dump
+    lacks into) ``<run>/rollouts``, so the pinned folder is never written and the run keeps the
+    very rollouts it trained on."""
+    if not s.rollouts.replay:
+        return
+    target = rd.path / ROLLOUTS_DIR
+    if not target.exists():
+        shutil.copytree(s.rollouts.replay, target)
 
 
 def adopt(run_dir: str | Path) -> Run:
@@ -126,13 +157,13 @@ def adopt(run_dir: str | Path) -> Run:
     return Run(s, Path(info.get("scenario_file", "")), rd, plan, list(info.get("overrides", [])))
 
 
-def launcher_for(run: Run) -> Any:
+def launcher_for(run: Run, address: str | None = None) -> Any:
     s = run.scenario
     if s.launcher == "ray":
         from workbook.launch.ray_job import RayJobLauncher
 
         return RayJobLauncher(
-            s.ray.address,
+            address or s.ray.address,
             nodes=s.nodes,
             devices_per_node=s.devices_per_node,
             device_resource="NPU" if s.profile == "npu" else "GPU",
@@ -143,7 +174,12 @@ def launcher_for(run: Run) -> Any:
 
 
 def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
-    """Run verl, follow it live (plots update per step), then record how it ended."""
+    """Run verl and follow it live (status, log tail, per-step plots), then record how it ended.
+
+    A local Ray cluster the scenario asks for (``ray.local_nodes``) is started first and stopped
+    after, unless one of that shape is already up (a suite keeps one for consecutive entries).
+    """
+    from workbook.launch.cluster import on_demand
     from workbook.metrics.live import ChunkReader
 
     reader = ChunkReader()
@@ -151,20 +187,25 @@ def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
     if live:
         from workbook.plots.live import LiveView
 
-        view = LiveView(clip_ratio_low=run.scenario.clip_ratio_low, clip_ratio_high=run.scenario.clip_ratio_high)
-    tail: list[str] = []
+        view = LiveView(clip_ratio_low=run.scenario.clip_ratio_low,
+                        clip_ratio_high=run.scenario.clip_ratio_high,
+                        total_steps=run.scenario.total_training_steps)
+        view.start()
 
     def on_line(line: str) -> None:
-        tail.append(line)
-        del tail[:-20]
         if echo:
             print(line, flush=True)
-        if reader.feed_line(line) and view is not None:
-            view.update(reader.metrics, tail)
+        reader.feed_line(line)
+        if view is not None:
+            view.line(line, reader.metrics)
 
-    outcome = launcher_for(run).run(run.plan, run.run_dir, on_line=on_line, timeout_s=run.scenario.timeout_s)
-    if view is not None:
-        view.close()
+    try:
+        with on_demand(run.scenario, run.run_dir) as address:
+            outcome = launcher_for(run, address).run(run.plan, run.run_dir, on_line=on_line,
+                                                      timeout_s=run.scenario.timeout_s)
+    finally:
+        if view is not None:
+            view.close(reader.metrics)
     record_outcome(run, outcome)
     return outcome
 
@@ -200,3 +241,72 @@ def judge(run: Run) -> dict[str, Any]:
     verdict = judge_run_dir(run.run_dir.path, scenario=run.scenario.model_dump(mode="json"),
                             params_dir=run.scenario_file.parent)
     return verdict.to_dict()
+
+
+@dataclass
+class Finished:
+    """What ``finish`` did: the report, and any step that failed (its traceback is in the run)."""
+
+    run_dir: Path
+    report: Path | None
+    errors: list[str] = field(default_factory=list)
+
+    def _repr_html_(self) -> str:
+        report = f"<code>{self.report}</code>" if self.report else "not written"
+        failed = "".join(f"<li>{e}</li>" for e in self.errors)
+        return (f"<p>Report: {report}; run directory <code>{self.run_dir}</code></p>"
+                + (f"<p>Steps that failed:</p><ul>{failed}</ul>" if failed else ""))
+
+
+ERROR_LOG = "workbook-error.log"
+
+
+def finish(run: Run | str | Path, *, announce: bool = True) -> Finished:
+    """Close a run: record how it ended, judge it, render ``report.html``, update the index.
+
+    Each step runs even when an earlier one fails; a failure is kept with its traceback in the
+    run's ``workbook-error.log`` and returned. A run still marked running (its notebook or
+    kernel died) is recorded as failed and whatever it left running is ended first.
+    ``announce`` prints the report path to the terminal the run was started from (papermill
+    shows no cell output there).
+    """
+    import traceback
+
+    rd = run.run_dir if isinstance(run, Run) else RunDir(Path(run).resolve())
+    done = Finished(rd.path, None)
+
+    def step(name: str, action: Any) -> Any:
+        try:
+            return action()
+        except Exception as exc:  # noqa: BLE001 - every clean-up step must get its turn
+            done.errors.append(f"{name}: {type(exc).__name__}: {exc}")
+            with open(rd.path / ERROR_LOG, "a", encoding="utf-8") as log:
+                log.write(f"--- {name}\n{traceback.format_exc()}\n")
+            return None
+
+    step("record the outcome", lambda: _record_unfinished(rd))
+    step("judge", lambda: judge(adopt(rd.path)))
+    from workbook.report.index import write_index
+    from workbook.report.render import render_report
+
+    done.report = step("render the report", lambda: render_report(rd.path))
+    root = rd.read_json("run").get("runs_root")
+    step("update the index", lambda: write_index(Path(root) if root else rd.path.parents[1]))
+    step("record the end", lambda: rd.update_run(finished_at=now_iso(), finish_errors=done.errors))
+    if announce:
+        print(f"workbook: report {done.report or 'not written'} (run {rd.path})",
+              file=sys.__stderr__, flush=True)
+    return done
+
+
+def _record_unfinished(rd: RunDir) -> None:
+    """A run whose notebook died leaves 'prepared'/'running': end what it started, record it."""
+    from workbook.launch.leftovers import end_run
+
+    info = rd.read_json("run")
+    if info.get("status") not in (None, "prepared", "running"):
+        return
+    end_run(info, rd.run_id)
+    message = "the notebook stopped before the run finished"
+    record_outcome(adopt(rd.path), Outcome("failed", None, info.get("started_at", ""), "", 0.0,
+                                           message))

@@ -38,8 +38,11 @@ RUN_FILES = {
 
 
 def default_root() -> Path:
-    """Where runs land unless told otherwise: ``$WORKBOOK_RUNS`` or ``./runs``."""
-    return Path(os.environ.get("WORKBOOK_RUNS", "runs")).expanduser()
+    """Where runs land unless told otherwise: ``$WORKBOOK_RUNS``, else the project's ``runs/``
+    (never the working directory's: a notebook kernel runs in ``notebooks/``)."""
+    from workbook.project import runs_root
+
+    return runs_root()
 
 
 def now_iso() -> str:

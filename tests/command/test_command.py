@@ -121,3 +121,33 @@ def test_profile_overrides_never_repeat_a_key_the_scenario_sets() -> None:
     plan = plan_of("gspo-qwen3-8b-1n8npu-fsdp2-vllm", "/runs/gspo/RUN")
     keys = [hydra.key_of(item) for item in plan.argv[3:]]
     assert len(keys) == len(set(keys))
+
+
+def test_scenario_env_adds_to_the_profiles_list_variables(tmp_path: Path) -> None:
+    scenario = load_scenario(REPO / "params" / "gspo-tiny-1n1cpu-fsdp2-vllm.yaml", [
+        "env.PYTHONPATH=/opt/faults", "env.VERL_USE_EXTERNAL_MODULES=verl_faults",
+        "env.WORKBOOK_FAULT=pg_loss_x2"], check_files=False)
+
+    env = build_plan(scenario, tmp_path, plugin_path="/plugins").env
+
+    assert env["PYTHONPATH"] == "/plugins:/opt/faults"
+    assert env["VERL_USE_EXTERNAL_MODULES"] == "workbook.profiles.cpu.platform,verl_faults"
+    assert env["WORKBOOK_FAULT"] == "pg_loss_x2"
+
+
+def test_rollout_replay_reads_and_dumps_inside_the_run_directory(tmp_path: Path) -> None:
+    scenario = load_scenario(REPO / "params" / "gspo-tiny-1n1cpu-fsdp2-vllm.yaml",
+                             ["rollouts.record=true"], check_files=False)
+
+    argv = build_plan(scenario, tmp_path / "run", plugin_path="/plugins").argv
+
+    assert argv[argv.index("skip.rollout_tq.enable=True"):][:4] == [
+        "skip.rollout_tq.enable=True", f"skip.rollout_tq.dump_dir={tmp_path / 'run' / 'rollouts'}",
+        "skip.rollout_tq.steps=[1,2,3,4]", "skip.rollout_tq.action=cache"]
+    assert not any(a.startswith("skip.rollout.") for a in argv)  # the legacy trainer's keys
+
+
+def test_without_a_rollouts_section_a_raw_rollout_skip_override_is_kept() -> None:
+    argv = plan_of("ppo-qwen3-0.6b-2n4npu-fsdp-vllm-rayjob", "/runs/ppo/RUN").argv
+
+    assert "skip.rollout_tq.steps=[1]" in argv and argv.count("skip.rollout_tq.enable=True") == 1

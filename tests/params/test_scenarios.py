@@ -143,3 +143,49 @@ def test_defaults_cycle_is_an_error_not_a_hang(tmp_path: Path) -> None:
     write(tmp_path, "defaults: [a.yaml]\n", "b.yaml")
     with pytest.raises(ParamsError, match="cycle"):
         load_scenario(tmp_path / "a.yaml")
+
+
+def test_legacy_rollout_skip_under_the_v1_trainer_warns_naming_the_key_that_works(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, BASE + "overrides: [skip.rollout.enable=True, 'skip.rollout.steps=[1]']\n")
+
+    assert main(["validate", str(path)]) == 0
+
+    err = capsys.readouterr().err
+    assert "warning: overrides: skip.rollout.enable=True" in err
+    assert "never reads skip.rollout.enable; use skip.rollout_tq.enable" in err
+    assert "use skip.rollout_tq.steps" in err
+
+
+def test_the_legacy_trainer_is_warned_the_other_way_round(tmp_path: Path) -> None:
+    from workbook.params import scenario_warnings
+
+    s = load_scenario(write(tmp_path, BASE + "overrides: [trainer.use_v1=False, "
+                                             "skip.rollout_tq.enable=True]\n"))
+
+    (warning,) = scenario_warnings(s, tmp_path)
+    assert warning == ("overrides: skip.rollout_tq.enable=True",
+                       "the legacy trainer never reads skip.rollout_tq.enable; use "
+                       "skip.rollout.enable")
+
+
+def test_a_pinned_rollout_dump_must_exist_and_hold_the_scenarios_geometry(tmp_path: Path) -> None:
+    dump = tmp_path / "dump" / "x_verl-workbook" / "GBS32_N4_in512_out512" / "1" / "0"
+    dump.mkdir(parents=True)
+    missing = write(tmp_path, BASE + "rollouts: {replay: nowhere}\n")
+    other = write(tmp_path, BASE + "experiment_name: x\nrollouts: {replay: dump}\n"
+                                   "max_response_length: 256\n", "other.yaml")
+    fits = write(tmp_path, BASE + "experiment_name: x\nrollouts: {replay: dump}\n", "fits.yaml")
+
+    with pytest.raises(ParamsError, match="rollouts.replay: no such rollout dump folder"):
+        load_scenario(missing)
+    with pytest.raises(ParamsError, match="no dump for this .*GBS32_N4_in512_out256.*it holds "
+                                          "x_verl-workbook/GBS32_N4_in512_out512"):
+        load_scenario(other)
+    assert load_scenario(fits).rollouts.replay == str(tmp_path / "dump")
+
+
+def test_the_tiny_gspo_scenario_replays_its_pinned_rollouts() -> None:
+    s = load_scenario(REPO / "params" / "gspo-tiny-1n1cpu-fsdp2-vllm.yaml", check_files=False)
+
+    assert s.rollouts.replay and Path(s.rollouts.replay).is_dir()

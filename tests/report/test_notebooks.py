@@ -18,14 +18,14 @@ PARAMETERS = {
         "clip_ratio_high": "None",
         "steps": "None",
         "overrides": "[]",
-        "run_root": '"runs"',
+        "run_root": '""',
         "run_dir": '""',
     },
     "ppo_multinode.ipynb": {
         "scenario": '"params/ppo-tiny-2n1cpu-fsdp2-vllm-ray.yaml"',
         "address": "None",
         "overrides": "[]",
-        "run_root": '"runs"',
+        "run_root": '""',
         "run_dir": '""',
     },
 }

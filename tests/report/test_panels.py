@@ -88,21 +88,27 @@ def test_trend_chart_marks_first_run_out_of_band():
     assert png.startswith(PNG)
 
 
-def test_live_view_redraws_once_per_new_step_and_closes(capsys):
-    live = LiveView(clip_ratio_low=3e-4, clip_ratio_high=4e-4, enabled=True)
+def test_live_view_shows_status_from_the_first_line_and_redraws_once_per_step(capsys, monkeypatch):
+    import workbook.plots.live
+
+    monkeypatch.setattr(workbook.plots.live, "REFRESH_S", 3600.0)  # no second refresh in the test
+    live = LiveView(clip_ratio_low=3e-4, clip_ratio_high=4e-4, total_steps=4, enabled=True)
     run = RunMetrics()
-    live.update(run, ["starting"])
-    assert live.redraws == 0
+    live.line("ray init kwargs: {'num_cpus': 32}", run)
+    assert live.progress.phase == "starting Ray" and live.frames == 1 and live.redraws == 0
     run.put_many(
         1,
         {"actor/pg_loss": 0.1, "actor/pg_clipfrac": 0.1, "timing_s/gen": 2.0, "timing_s/step": 3.0},
         "t",
     )
     for _ in range(5):
-        live.update(run, ["step:1 - ..."])
-    assert live.redraws == 1
+        live.line("(TaskRunnerV1 pid=7) step:1 - actor/pg_loss:0.1", run)
+    assert live.redraws == 1 and live.frames == 1  # the tail refreshes at most once a second
+    assert live.progress.status().startswith("step 2 of 4")
     run.put_many(2, {"actor/pg_loss": 0.2}, "t")
-    live.update(run, [])
+    live.line("\x1b[36m(TaskRunnerV1 pid=7)\x1b[0m step:2 - " + "x:1 - " * 100, run)
     assert live.redraws == 2
-    live.close()
+    assert live.tail[-1].startswith("(TaskRunnerV1 pid=7) step:2") and live.tail[-1].endswith("…")
+    live.close(run)
+    assert live.frames == 2  # the final frame stays
     assert LiveView().enabled is False  # outside a Jupyter kernel the view does nothing

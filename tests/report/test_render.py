@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -47,7 +48,7 @@ def test_failed_run_report_shows_diagnosis_evidence_and_log_tail(make_run):
     ra.assert_report(run, verdict="failed", has_metrics=False)
     page = ra.report_html(run)
     assert "config_error" in page
-    assert "Key &#x27;clip_ratio_hgh&#x27; is not in struct" in page
+    assert "Key 'clip_ratio_hgh' is not in struct" in html.unescape(page)
     log = (run / "run.log").read_text().splitlines()
     assert ra.log_tail(page) == log[-50:]
     assert ra.panels(page) == set()
@@ -96,15 +97,15 @@ def _report_notebook(path: Path) -> Path:
     return path
 
 
-def test_report_from_executed_notebook_hides_code_parameters_and_live_output(make_run, tmp_path):
+def test_report_is_the_runs_template_with_its_outputs_for_this_run(make_run, tmp_path):
     run = make_run("regressed")
     template = _report_notebook(tmp_path / "template.ipynb")
-    execute(
-        template, run, {"run_dir": str(run), "secret_setting": "PARAM-VALUE-MARKER"}, stream=False
-    )
-    executed = json.loads((run / "notebook.ipynb").read_text())
-    assert any("LIVE-FRAME-MARKER" in json.dumps(c.get("outputs")) for c in executed["cells"])
+    info = json.loads((run / "run.json").read_text())
+    info.update(notebook=str(template), notebook_parameters={"secret_setting": "PARAM-VALUE-MARKER"})
+    (run / "run.json").write_text(json.dumps(info))
+
     render_report(run)
+
     page = ra.report_html(run)
     ra.assert_report(run, verdict="regressed")
     for absent in (
@@ -116,13 +117,32 @@ def test_report_from_executed_notebook_hides_code_parameters_and_live_output(mak
         "from workbook.report import",
     ):
         assert absent not in page, absent
-    assert "Built from the run directory" not in page
+    assert "Built from the run directory" not in page and "# Report test" not in page
+    assert "Report test" in page  # the template's title cell
     assert "regression:actor/pg_clipfrac" in ra.panels(page)
+    executed = json.loads((run / "notebook.ipynb").read_text())  # written: the run had none
+    assert any("injected-parameters" in c["metadata"].get("tags", []) for c in executed["cells"])
 
 
-def test_broken_notebook_falls_back_to_run_directory(make_run):
+def test_papermill_executes_a_notebook_into_the_run_directory_redacted(make_run, tmp_path):
+    run = make_run("regressed")
+    template = _report_notebook(tmp_path / "template.ipynb")
+
+    execute(template, run, {"run_dir": str(run), "secret_setting": "hf_abcdefghijklmnop"},
+            stream=False)
+
+    executed = (run / "notebook.ipynb").read_text()
+    assert "LIVE-FRAME-MARKER" in executed and "hf_abcdefghijklmnop" not in executed
+
+
+def test_a_broken_run_notebook_does_not_matter_and_a_missing_template_falls_back(make_run):
     run = make_run("failed")
     (run / "notebook.ipynb").write_text('{"cells": [', encoding="utf-8")
+    render_report(run)
+    assert "Built from the run directory" not in ra.report_html(run)
+
+    info = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**info, "notebook": "/nowhere/gone.ipynb"}))
     render_report(run)
     page = ra.report_html(run)
     ra.assert_report(run, verdict="failed", has_metrics=False)

@@ -191,11 +191,12 @@ def parse_checks(section: Mapping[str, Any] | None, *,
     return spec, problems
 
 
-def step_problems(spec: CheckSpec, total_steps: int | None) -> list[tuple[str, str]]:
+def step_problems(spec: CheckSpec, total_steps: int | None, *,
+                  compared: bool = True) -> list[tuple[str, str]]:
     """Checks that need more steps than the scenario trains (caught before a night is spent).
 
-    The window counts only when something compares over it: a baseline is configured (the
-    defaults use the window) or a scenario policy does.
+    The window counts only when something compares over it: a baseline is configured and
+    ``compared`` (its runs used this scenario's settings), or a scenario policy does.
     """
     if total_steps is None:
         return []
@@ -203,7 +204,7 @@ def step_problems(spec: CheckSpec, total_steps: int | None) -> list[tuple[str, s
     if spec.min_steps is not None and spec.min_steps > total_steps:
         problems.append(("checks.min_steps", f"is {spec.min_steps} but the run trains "
                                              f"{total_steps} steps"))
-    if spec.baseline is not None and spec.window[1] > total_steps:
+    if spec.baseline is not None and compared and spec.window[1] > total_steps:
         problems.append(("checks.window", f"ends at step {spec.window[1]} but the run trains "
                                           f"{total_steps} steps; set checks.window"))
     for name in spec.overrides:

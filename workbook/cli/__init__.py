@@ -1,17 +1,26 @@
 """The ``workbook`` command: thin subcommands over the library, errors caught once here.
 
 Exit codes: 0 all checks passed, 1 a check failed (regression), 2 bad input or usage,
-3 the run itself failed (crash, timeout, infrastructure).
+3 the run itself failed (crash, timeout, infrastructure, stopped).
+
+1 is only ever a verdict. An error the workbook explains exits with its own code; once a run
+has started (a handler sets ``args.run_dir`` or ``args.started``) even bad input found late is
+a failed run (3). Anything unexpected prints one line, keeps its traceback (in the run
+directory when there is one) and exits 3, or 2 when nothing had started yet.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import tempfile
+import traceback
+from pathlib import Path
 from typing import Sequence
 
-from workbook.errors import EXIT_BAD_INPUT, WorkbookError
+from workbook.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, WorkbookError
 
 # One module per subcommand family, each with register(subparsers).
 SUBCOMMAND_MODULES = (
@@ -49,7 +58,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args))
     except WorkbookError as exc:
         print(f"{type(exc).__name__}: {exc.message}", file=sys.stderr)
-        return exc.exit_code
+        return max(exc.exit_code, EXIT_RUN_FAILED) if _started(args) else exc.exit_code
+    except KeyboardInterrupt:
+        print("workbook: interrupted", file=sys.stderr)
+        return EXIT_RUN_FAILED if _started(args) else EXIT_BAD_INPUT
+    except Exception as exc:  # noqa: BLE001 - the one place a surprise becomes an exit code
+        where = _keep_traceback(getattr(args, "run_dir", None))
+        print(f"workbook: internal error: {type(exc).__name__}: {exc} (traceback: {where})",
+              file=sys.stderr)
+        return EXIT_RUN_FAILED if _started(args) else EXIT_BAD_INPUT
+
+
+def _started(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "run_dir", None) or getattr(args, "started", False))
+
+
+def _keep_traceback(run_dir: Path | None) -> Path:
+    """Write the current exception's traceback to the run directory (else a temp file)."""
+    text = traceback.format_exc()
+    if run_dir is not None and Path(run_dir).is_dir():
+        path = Path(run_dir) / "workbook-error.log"
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+        return path
+    handle, name = tempfile.mkstemp(prefix="workbook-error-", suffix=".log")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(text)
+    return Path(name)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,13 @@ ENTRY_MODULE = "verl.trainer.main_ppo"
 LOGGERS = ["console", "file"]
 # Keys the workbook sets itself; a scenario must not.
 RESERVED_KEYS = ("trainer.logger",)
+# verl 0.9.1's default (V1) trainer reads its rollout skip from here; the legacy trainer from
+# ``skip.rollout`` (which V1 accepts and ignores).
+ROLLOUT_SKIP = "skip.rollout_tq"
+ROLLOUTS_DIR = "rollouts"  # inside the run directory
+# Environment variables that hold lists: a scenario's value is added to the profile's, not
+# put in its place (the cpu profile needs its own entries there).
+LIST_ENV = {"PYTHONPATH": ":", "VERL_USE_EXTERNAL_MODULES": ","}
 
 
 def first_class(s: Scenario) -> list[tuple[str, Any]]:
@@ -74,15 +81,42 @@ def first_class(s: Scenario) -> list[tuple[str, Any]]:
     return [(k, v) for k, v in pairs if v is not None]
 
 
+def rollout_skip(s: Scenario, run_dir: Path) -> list[tuple[str, Any]]:
+    """verl's rollout skip for ``rollouts.replay``/``record``: replay (or dump) every step's
+    rollout from/into ``<run_dir>/rollouts`` (the pinned dump is copied there before launch, so
+    a step the dump lacks is generated and dumped into the run, never into the pinned folder)."""
+    if not s.rollouts.enabled:
+        return []
+    steps = s.rollouts.steps or list(range(1, s.total_training_steps + 1))
+    return [
+        (f"{ROLLOUT_SKIP}.enable", True),
+        (f"{ROLLOUT_SKIP}.dump_dir", str(run_dir / ROLLOUTS_DIR)),
+        (f"{ROLLOUT_SKIP}.steps", steps),
+        (f"{ROLLOUT_SKIP}.action", "cache"),
+    ]
+
+
+def dump_subdir(s: Scenario) -> str:
+    """Where verl's rollout skip keeps a scenario's dump inside its dump folder.
+
+    A dump replays only into a run with the same experiment and project names and the same
+    batch shapes (verl's ``RolloutSkip`` layout).
+    """
+    return (f"{s.experiment_name or s.name}_{s.project_name}/GBS{s.train_batch_size}"
+            f"_N{s.rollout_n}_in{s.max_prompt_length}_out{s.max_response_length}")
+
+
 def owned_keys(s: Scenario) -> set[str]:
     """Keys a raw override may not set: those of every first-class field, set or not, and the
     workbook's own. Sequence-parallel keys are owned only when the field is used (!= 1), so a
-    scenario may keep a seed script's own spelling of them."""
+    scenario may keep a seed script's own spelling of them; rollout-skip keys only when the
+    scenario's ``rollouts:`` section is used."""
     every = s.model_copy(update={
         "adv_estimator": "gae", "loss_agg_mode": "token-mean", "clip_ratio_low": 0.2,
         "clip_ratio_high": 0.2, "clip_ratio_c": 3.0, "critic_lr": 1e-5, "seed": 0, "total_epochs": 1,
     })
-    return {k for k, _ in first_class(every)} | set(RESERVED_KEYS)
+    owned = {k for k, _ in first_class(every)} | set(RESERVED_KEYS)
+    return owned | {k for k, _ in rollout_skip(s, Path("."))}
 
 
 def ray_temp_dir(run_id: str) -> str:
@@ -105,7 +139,7 @@ def build_plan(
     """
     existing = s.launcher == "ray" if on_existing_cluster is None else on_existing_cluster
     run_dir = Path(run_dir)
-    overrides = [hydra.override(k, v) for k, v in first_class(s)]
+    overrides = [hydra.override(k, v) for k, v in first_class(s) + rollout_skip(s, run_dir)]
     overrides += list(s.overrides)
     already = {hydra.key_of(o) for o in overrides}
     overrides += [o for o in profiles.profile_overrides(
@@ -118,7 +152,9 @@ def build_plan(
     ) if hydra.key_of(o) not in already]
     overrides.append(hydra.override("trainer.logger", LOGGERS))
     env = profiles.profile_env(s.profile, plugin_path=Path(plugin_path) if plugin_path else None)
-    env.update({k: _env_value(v) for k, v in s.env.items()})
+    for key, value in s.env.items():
+        text, sep = _env_value(value), LIST_ENV.get(key)
+        env[key] = f"{env[key]}{sep}{text}" if sep and env.get(key) and text else text
     env["VERL_FILE_LOGGER_PATH"] = str(run_dir / "metrics.jsonl")
     return Plan(argv=[python, "-m", ENTRY_MODULE, *overrides], env=env)
 

@@ -26,9 +26,10 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from workbook.errors import InputError, LaunchError
 from workbook.launch import processes, ray_client
@@ -369,3 +370,43 @@ def down(state_file: Path | None = None, grace_s: float = KILL_GRACE_S) -> dict[
     counts = stop_processes(cluster_processes(state.temp_dir), grace_s)
     state_file.unlink(missing_ok=True)
     return counts
+
+
+@contextmanager
+def on_demand(scenario: Any, run_dir: Any) -> Iterator[str | None]:
+    """The job server for ``scenario``: a local cluster of ``ray.local_nodes`` when it asks.
+
+    A cluster of the same shape already recorded in ``$WORKBOOK_CLUSTER_STATE`` and alive is
+    used and left running (a suite shares one between consecutive entries). Otherwise one is
+    started with its state in the run directory, recorded in ``run.json`` (so a crashed run's
+    cluster is found and stopped later) and stopped by PID when the run ends. Yields None when
+    the scenario names no local cluster (its ``ray.address`` or ``$RAY_ADDRESS`` then apply).
+    """
+    nodes = getattr(getattr(scenario, "ray", None), "local_nodes", None)
+    if scenario.launcher != "ray" or not nodes:
+        yield None
+        return
+    shape = shape_of(scenario)
+    shared = load_state()
+    if shared is not None and matches(shared, shape) and _alive(shared):
+        yield shared.dashboard_url
+        return
+    state_file = Path(run_dir.path) / "cluster.json"
+    run_dir.update_run(local_cluster={"state_file": str(state_file),
+                                      "temp_dir": str(temp_dir_for(state_file))})
+    try:
+        state = up(state_file=state_file, **shape)
+        yield state.dashboard_url
+    finally:
+        down(state_file)
+
+
+def shape_of(scenario: Any) -> dict[str, Any]:
+    """What a scenario's local cluster looks like: nodes, logical devices and their resource."""
+    return {"nodes": int(scenario.ray.local_nodes), "devices_per_node": scenario.devices_per_node,
+            "device_resource": "NPU" if scenario.profile == "npu" else "GPU"}
+
+
+def matches(state: ClusterState, shape: dict[str, Any]) -> bool:
+    return (state.nodes, state.devices_per_node, state.device_resource) == (
+        shape["nodes"], shape["devices_per_node"], shape["device_resource"])

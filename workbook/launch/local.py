@@ -17,6 +17,7 @@ from typing import IO
 
 from workbook.command.builder import ray_temp_dir
 from workbook.launch import processes
+from workbook.launch.leftovers import owner_record
 from workbook.launch.outcome import LineSink, Outcome, Plan, stop_requested
 from workbook.runs import RunDir, now_iso
 
@@ -76,7 +77,8 @@ class LocalLauncher:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        run_dir.update_run(status="running", pid=proc.pid, started_at=started, launcher="local")
+        run_dir.update_run(status="running", pid=proc.pid, started_at=started, launcher="local",
+                           **owner_record())
         assert proc.stdout is not None
         pump = _Pump(proc.stdout, log_path, on_line)
         pump.start()

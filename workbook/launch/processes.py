@@ -16,6 +16,23 @@ from typing import Iterable
 import psutil
 
 
+def identity() -> tuple[int, float]:
+    """This process's PID and start time: together they name it even after PIDs are reused."""
+    me = psutil.Process(os.getpid())
+    return me.pid, me.create_time()
+
+
+def is_running(pid: int, started: float | None = None) -> bool:
+    """Whether ``pid`` runs (and, given ``started``, is still the process started then)."""
+    try:
+        proc = psutil.Process(int(pid))
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return started is None or abs(proc.create_time() - float(started)) < 1.0
+    except (psutil.Error, ValueError):
+        return False
+
+
 def descendants(pid: int) -> list[psutil.Process]:
     try:
         return psutil.Process(pid).children(recursive=True)

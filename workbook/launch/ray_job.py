@@ -32,6 +32,7 @@ from typing import Any
 from workbook.errors import LaunchError
 from workbook.launch import cluster, ray_client
 from workbook.launch.job_log import LineLog, follow_log
+from workbook.launch.leftovers import owner_record
 from workbook.launch.outcome import LineSink, Outcome, Plan, stop_requested
 from workbook.runs import RunDir, now_iso
 
@@ -213,7 +214,8 @@ class RayJobLauncher:
             "status": "PENDING",
             "preflight": pre,
         }
-        run_dir.update_run(launcher="ray", ray_job=record)
+        run_dir.update_run(launcher="ray", ray_job=record, status="running", started_at=started,
+                           **owner_record())
         stop_reason, state, log_info = self._follow(client, job_id, run_dir, on_line, timeout_s, t0)
         record.update(log_info)
         record.update(

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from workbook.errors import ParamsError
 from workbook.params.loader import assets_dir, resolve
 from workbook.params.schema import Scenario, parse_scenario
-from workbook.params.validation import arithmetic, files, raw_overrides
+from workbook.params.validation import (arithmetic, files, ignored_settings, raw_overrides,
+                                        ray_settings, rollouts)
 
-__all__ = ["Scenario", "assets_dir", "load_scenario", "validate_scenario"]
+__all__ = ["Scenario", "assets_dir", "load_scenario", "scenario_warnings", "validate_scenario"]
 
 
 def _checks_problems(s: Scenario, params_dir: Path) -> list[tuple[str, str]]:
@@ -21,14 +22,25 @@ def _checks_problems(s: Scenario, params_dir: Path) -> list[tuple[str, str]]:
     from workbook.errors import BaselineError
 
     spec, problems = parse_checks(s.checks, params_dir=params_dir)
-    problems += step_problems(spec, s.total_training_steps)
     baseline = None
     if spec.baseline is not None and spec.baseline.is_file():
         try:
             baseline = load_baseline(spec.baseline)
         except BaselineError as exc:
             problems.append(("checks.baseline", exc.message))
-    return problems + band_problems(spec, baseline)
+    # A run whose settings differ from the baseline's is not compared with it (a warning says
+    # so), so a checks window it does not reach is no problem then.
+    compared = baseline is None or not _unlike_baseline(s, baseline)
+    return problems + step_problems(spec, s.total_training_steps, compared=compared) + (
+        band_problems(spec, baseline))
+
+
+def _unlike_baseline(s: Scenario, baseline: Any) -> list[str]:
+    from workbook.params.settings import differences, settings_of
+
+    if not baseline.settings:
+        return []
+    return differences(baseline.settings, settings_of(s.model_dump(mode="json")))
 
 
 def load_scenario(
@@ -47,10 +59,10 @@ def load_scenario(
         bad = {path.split(".")[0] for path, _ in schema_problems}
         scenario, _ = parse_scenario({k: v for k, v in data.items() if k not in bad})
     if scenario is not None:
-        problems += arithmetic(scenario) + raw_overrides(scenario)
+        problems += arithmetic(scenario) + raw_overrides(scenario) + ray_settings(scenario)
         problems += _checks_problems(scenario, path.resolve().parent)
         if check_files:
-            problems += files(scenario)
+            problems += files(scenario) + rollouts(scenario)
         if check_verl:
             problems += verl_problems(scenario)
     if problems:
@@ -72,3 +84,27 @@ def verl_problems(s: Scenario) -> list[tuple[str, str]]:
 def validate_scenario(path: Path | str, sets: Iterable[str] = (), *, check_files: bool = True) -> Scenario:
     """Everything ``workbook validate`` checks, verl's Hydra config included."""
     return load_scenario(path, sets, check_files=check_files, check_verl=True)
+
+
+def scenario_warnings(s: Scenario, params_dir: Path) -> list[tuple[str, str]]:
+    """What is valid but will not do what it says (printed, never fatal): ``(field, message)``.
+
+    Raw overrides the trainer never reads, and a baseline whose runs used other settings (its
+    comparisons will say "not comparable").
+    """
+    from workbook.checks.baseline import load_baseline
+    from workbook.checks.spec import parse_checks
+    from workbook.errors import BaselineError
+
+    warnings = ignored_settings(s)
+    spec, _ = parse_checks(s.checks, params_dir=params_dir)
+    if spec.baseline is not None and spec.baseline.is_file():
+        try:
+            unlike = _unlike_baseline(s, load_baseline(spec.baseline))
+        except BaselineError:
+            unlike = []
+        if unlike:
+            warnings.append(("checks.baseline", "its runs used other settings ("
+                             + "; ".join(unlike) + "): comparisons with it will show "
+                             "'not comparable'; the health checks still judge the run"))
+    return warnings

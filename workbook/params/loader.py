@@ -3,7 +3,8 @@
 Precedence is explicit and in this order: base files (earlier listed first) < the scenario
 file < overrides (CLI ``-s`` and notebook parameters, later wins). Mappings merge key by key;
 lists and scalars replace, except ``-s overrides+=KEY=VALUE`` which appends one raw override.
-Paths expand ``~``, ``${HOME}`` and ``${WORKBOOK_ASSETS}`` (the tiny CPU assets cache).
+Paths expand ``~``, ``${HOME}`` and ``${WORKBOOK_ASSETS}`` (the tiny CPU assets cache); a
+relative ``rollouts.replay`` is relative to the scenario file's folder, like ``checks.baseline``.
 """
 
 from __future__ import annotations
@@ -124,4 +125,9 @@ def resolve(path: Path, sets: Iterable[str] = ()) -> tuple[dict[str, Any], list[
         data = merge(data, layer)
     data.setdefault("name", Path(path).stem)
     data, problems = apply_sets(data, sets)
-    return expand_paths(data, path_variables()), problems
+    data = expand_paths(data, path_variables())
+    rollouts = data.get("rollouts")
+    if isinstance(rollouts, dict) and isinstance(rollouts.get("replay"), str):
+        replay = Path(expand(rollouts["replay"], path_variables()))
+        rollouts["replay"] = str(replay if replay.is_absolute() else Path(path).resolve().parent / replay)
+    return data, problems

@@ -25,9 +25,29 @@ class _Strict(BaseModel):
 
 
 class RaySettings(_Strict):
-    """Where ``launcher: ray`` submits: the dashboard/job server (else ``$RAY_ADDRESS``)."""
+    """Where ``launcher: ray`` submits: the dashboard/job server (else ``$RAY_ADDRESS``), or a
+    local cluster of ``local_nodes`` nodes on this machine that the run starts and stops."""
 
     address: str | None = None
+    local_nodes: int | None = Field(None, ge=1)
+
+
+class RolloutSettings(_Strict):
+    """Rollout replay through verl's rollout skip (``skip.rollout_tq`` on the default trainer).
+
+    ``replay``: a dump folder (relative to the scenario's folder) made once and kept with the
+    baseline; the run replays its rollouts instead of generating, so the training side is
+    repeatable and its checks can be tight. ``record``: dump this run's rollouts into its run
+    directory (``<run>/rollouts``), to pin them. ``steps``: which steps (default: every step).
+    """
+
+    replay: str | None = None
+    record: bool = False
+    steps: list[int] | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.replay) or self.record
 
 
 class KubeRaySettings(_Strict):
@@ -87,6 +107,7 @@ class Scenario(_Strict):
     env: dict[str, EnvValue] = Field(default_factory=dict)
     overrides: list[str] = Field(default_factory=list)
     ray: RaySettings = Field(default_factory=RaySettings)
+    rollouts: RolloutSettings = Field(default_factory=RolloutSettings)
     kuberay: KubeRaySettings = Field(default_factory=KubeRaySettings)
     checks: dict[str, Any] | None = None
 

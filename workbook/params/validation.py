@@ -110,6 +110,65 @@ def raw_overrides(s: Scenario) -> Problems:
     return p
 
 
+def ray_settings(s: Scenario) -> Problems:
+    """A local cluster on demand is for the Ray launcher, instead of an address."""
+    p: Problems = []
+    if s.ray.local_nodes is not None:
+        if s.launcher != "ray":
+            p.append(("ray.local_nodes", "starts a local Ray cluster for launcher: ray only"))
+        if s.ray.address:
+            p.append(("ray.local_nodes", "give either ray.address or ray.local_nodes, not both"))
+        if s.ray.local_nodes < s.nodes:
+            p.append(("ray.local_nodes", f"{s.ray.local_nodes} local nodes cannot host the "
+                      f"{s.nodes} nodes the scenario trains on"))
+    return p
+
+
+def rollouts(s: Scenario) -> Problems:
+    """A pinned rollout dump must exist and hold this scenario's geometry (else nothing replays)."""
+    from workbook.command.builder import dump_subdir
+
+    if not s.rollouts.replay:
+        return []
+    folder = Path(s.rollouts.replay)
+    if not folder.is_dir():
+        return [("rollouts.replay", f"no such rollout dump folder: {folder}")]
+    inner = folder / dump_subdir(s)
+    if not inner.is_dir():
+        found = sorted(str(p.relative_to(folder)) for p in folder.glob("*/*") if p.is_dir())
+        return [("rollouts.replay", f"{folder} holds no dump for this scenario's names and batch "
+                 f"shapes ({dump_subdir(s)}); it holds {', '.join(found) or 'nothing'}. Rollouts "
+                 "replay only into runs of the same experiment, project and shapes")]
+    return []
+
+
+# Rollout-skip settings a trainer accepts but never reads (measured with verl 0.9.1 on CPU:
+# no log line, no dump folder), and the keys that act instead.
+_INERT = {True: ("skip.rollout.", "skip.rollout_tq."), False: ("skip.rollout_tq.", "skip.rollout.")}
+
+
+def ignored_settings(s: Scenario) -> Problems:
+    """Warnings (not errors): raw overrides the chosen trainer never reads, with the key that works.
+
+    verl 0.9.1's default trainer (``trainer.use_v1=True``) reads its rollout skip from
+    ``skip.rollout_tq.*``; ``skip.rollout.*`` is accepted and does nothing. The legacy trainer
+    is the other way round; ``actor_rollout_ref.rollout.skip.*`` is forced off by both.
+    """
+    v1 = (_raw(s, "trainer.use_v1") or "True").lower() != "false"
+    inert, works = _INERT[v1]
+    trainer = "the default V1 trainer (trainer.use_v1=True)" if v1 else "the legacy trainer"
+    warnings: Problems = []
+    for item in s.overrides:
+        key = hydra.key_of(item)
+        if key.startswith(inert):
+            warnings.append((f"overrides: {item}", f"{trainer} never reads {key}; use "
+                             f"{works}{key[len(inert):]}"))
+        elif key.startswith("actor_rollout_ref.rollout.skip."):
+            warnings.append((f"overrides: {item}", f"verl forces {key} off; use "
+                             f"{works}{key.rsplit('.', 1)[-1]}"))
+    return warnings
+
+
 def files(s: Scenario) -> Problems:
     """On the ``cpu`` profile the model and data live here, so they must exist now."""
     if s.profile != "cpu":

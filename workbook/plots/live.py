@@ -1,24 +1,37 @@
-"""Live plots while a run goes: the one module that imports IPython.
+"""The run, live, in the notebook: the one module that imports IPython.
 
-``launch()`` calls :meth:`LiveView.update` for every line or step it reads; the view redraws
-the policy loss, clip fraction and rollout timing in place (one display handle, updated, not
-appended) only when a new step arrived, and the log tail at most once a second, so frequent
-calls stay cheap. :meth:`LiveView.close` blanks both outputs so the executed notebook, and so
-the report, does not carry the live frames. Outside a Jupyter kernel (plain CLI) it does nothing.
+From the first second a launch cell shows a status line (phase, step k of n, elapsed, last step
+time, time left) and the tail of the log (colour codes stripped, long lines cut, the newest line
+at the bottom), refreshed on every line at most once a second; once steps arrive, the policy
+loss, the clip fraction (its title names the configured clip ratios), rollout time against step
+time and the reward are redrawn per step. Each part is one display, updated in place, never
+appended. The final frame stays when the run ends. Outside a Jupyter kernel (the CLI) nothing
+is drawn.
 """
 
 from __future__ import annotations
 
 import html
+import re
+import threading
 import time
 import uuid
 from base64 import b64encode
 
 from workbook.metrics.model import RunMetrics
+from workbook.metrics.progress import Progress
 from workbook.plots.panels import Axis, clip_ratio_text, draw
 
 TAIL_LINES = 15
-TAIL_INTERVAL_S = 1.0
+LINE_CHARS = 240
+REFRESH_S = 1.0
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+PANELS = (
+    (("actor/pg_loss",), "policy loss"),
+    (("actor/pg_clipfrac",), "clip fraction"),
+    (("timing_s/gen", "timing_s/step"), "time (s)"),
+    (("critic/score/mean", "critic/rewards/mean"), "reward"),
+)
 
 
 def in_kernel() -> bool:
@@ -32,73 +45,94 @@ def in_kernel() -> bool:
 
 
 class LiveView:
-    """Plots and a log tail that update in place in the notebook during a run."""
+    """Status line, log tail and plots that update in place in the notebook during a run."""
 
     def __init__(
         self,
         *,
         clip_ratio_low: float | None = None,
         clip_ratio_high: float | None = None,
+        total_steps: int | None = None,
         enabled: bool | None = None,
     ) -> None:
-        self.title = "Live: policy loss, clip fraction" + clip_ratio_text(
-            clip_ratio_low, clip_ratio_high
-        )
+        self.title = "Live: loss, clip fraction" + clip_ratio_text(clip_ratio_low, clip_ratio_high)
         self.enabled = in_kernel() if enabled is None else enabled
+        self.progress = Progress(total_steps=total_steps)
+        self.tail: list[str] = []
         self._id = uuid.uuid4().hex
-        self._last_step: int | None = None
-        self._last_tail = 0.0
+        self._shown_at: float | None = None  # when the status and tail were last drawn
+        self._plotted_step: int | None = None
         self._handles: dict[str, object] = {}
-        self.redraws = 0  # how many times the figure was drawn (tests check the throttle)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.redraws = 0  # figures drawn (tests check they follow the steps)
+        self.frames = 0   # status/tail refreshes (tests check the throttle)
 
-    def update(self, metrics: RunMetrics, tail: list[str]) -> None:
-        """Redraw the plots when a new step arrived; refresh the tail at most once a second."""
+    def start(self) -> None:
+        """Show the status at once and keep its clock running until :meth:`close`."""
         if not self.enabled:
             return
-        now = time.monotonic()
-        if tail and now - self._last_tail >= TAIL_INTERVAL_S:
-            self._last_tail = now
-            text = html.escape("\n".join(tail[-TAIL_LINES:]))
-            self._show(
-                "tail", f'<pre style="font-size:11px;max-height:16em;overflow:auto">{text}</pre>'
-            )
-        step = metrics.last_step
-        if step is None or step == self._last_step:
+        for name in ("status", "tail", "plots"):
+            self._show(name, "")
+        self._status_and_tail()
+
+        def tick() -> None:
+            while not self._stop.wait(REFRESH_S):
+                if self._shown_at is None or time.monotonic() - self._shown_at >= REFRESH_S:
+                    self._status_and_tail()
+
+        threading.Thread(target=tick, name="workbook-live", daemon=True).start()
+
+    def line(self, text: str, metrics: RunMetrics) -> None:
+        """One log line: status and tail at most once a second, plots when a step arrived."""
+        self.progress.feed(text)
+        clean = _ANSI.sub("", text).rstrip()
+        if clean:
+            self.tail.append(clean if len(clean) <= LINE_CHARS else clean[:LINE_CHARS] + " …")
+            del self.tail[:-TAIL_LINES]
+        if not self.enabled:
             return
-        self._last_step = step
-        axes = [
-            Axis(tuple(m for m in names if metrics.has(m)), unit)
-            for names, unit in (
-                (("actor/pg_loss",), "loss"),
-                (("actor/pg_clipfrac",), "fraction of tokens"),
-                (("timing_s/gen", "timing_s/step"), "time (s)"),
-            )
-        ]
+        if self._shown_at is None or time.monotonic() - self._shown_at >= REFRESH_S:
+            self._status_and_tail()
+        if metrics.last_step is not None and metrics.last_step != self._plotted_step:
+            self._plot(metrics)
+
+    def close(self, metrics: RunMetrics) -> None:
+        """The final frame: status, tail and plots as the run ended (they stay in the notebook)."""
+        self._stop.set()
+        if not self.enabled:
+            return
+        self._status_and_tail()
+        if metrics.last_step is not None:
+            self._plot(metrics)
+
+    def _status_and_tail(self) -> None:
+        self._shown_at = time.monotonic()
+        self.frames += 1
+        self._show("status", f'<div data-live="status" style="font-weight:600">'
+                             f"{html.escape(self.progress.status())}</div>")
+        text = html.escape("\n".join(self.tail))
+        self._show("tail", '<pre data-live="tail" style="font-size:11px;white-space:pre-wrap;'
+                           f'word-break:break-all;margin:0">{text}</pre>')
+
+    def _plot(self, metrics: RunMetrics) -> None:
+        step = metrics.last_step
+        axes = [Axis(tuple(m for m in names if metrics.has(m)), unit) for names, unit in PANELS]
         axes = [a for a in axes if a.metrics]
         if not axes:
             return
+        self._plotted_step = step
         png = b64encode(draw(metrics, f"{self.title} (step {step})", axes)).decode("ascii")
         self.redraws += 1
-        self._show("plots", f'<img alt="live metrics" src="data:image/png;base64,{png}">')
-
-    def close(self) -> None:
-        """Blank the live outputs: the report shows the final plots, not the live frames."""
-        for name in list(self._handles):
-            self._show(name, "")
-        self._handles.clear()
+        self._show("plots", f'<img data-live="plots" data-step="{step}" alt="live metrics" '
+                            f'src="data:image/png;base64,{png}">')
 
     def _show(self, name: str, markup: str) -> None:
         from IPython.display import HTML, display
 
-        handle = self._handles.get(name)
-        if handle is None:
-            self._handles[name] = display(HTML(markup), display_id=f"{self._id}-{name}")
-        else:
-            handle.update(HTML(markup))  # type: ignore[attr-defined]
-
-
-def live_view(
-    *, clip_ratio_low: float | None = None, clip_ratio_high: float | None = None
-) -> LiveView:
-    """The live view ``launch()`` feeds (a no-op outside a kernel)."""
-    return LiveView(clip_ratio_low=clip_ratio_low, clip_ratio_high=clip_ratio_high)
+        with self._lock:  # the log pump and the clock both draw
+            handle = self._handles.get(name)
+            if handle is None:
+                self._handles[name] = display(HTML(markup), display_id=f"{self._id}-{name}")
+            else:
+                handle.update(HTML(markup))  # type: ignore[attr-defined]

@@ -1,55 +1,93 @@
-"""``report.html``: the executed notebook, code hidden, as one self-contained, redacted page.
+"""``report.html``: a run's notebook, code hidden, as one self-contained, redacted page.
 
-The one module that imports nbconvert. nbconvert's ``lab`` and ``classic`` templates pull
-require.js and MathJax from CDNs; a report must open offline, so the notebook is exported with
-the ``basic`` template (body only, no scripts) and wrapped in this module's own page with inline
-CSS. The papermill ``parameters``/``injected-parameters`` cells and papermill metadata are dropped
-(they carry paths and possibly secrets), so are cells tagged ``notebook-only`` (narration of the
-interactive steps), live and launch outputs are dropped (only cells tagged
-``report`` keep their outputs, plus errors), and the banner cell moves to the top so the verdict
-is readable without scrolling.
+The one module that imports nbconvert and nbformat. The page is rendered from the notebook
+template the run used (``run.json``'s ``notebook``) with the parameters it ran with and, for
+every report cell, the output that cell's library call gives for this run directory *now*
+(each report cell is one ``sections.<name>(run)`` call that reads only the run's files). So
+the report is the same whether the run was driven from JupyterLab, by plain papermill or by
+``workbook run``, and whether or not its notebook survived: a crashed run always gets one.
+The same notebook, with those outputs, is written as the run's ``notebook.ipynb`` when the
+run directory has none (a JupyterLab or plain-papermill run keeps its own copy elsewhere).
 
-When the notebook is missing, unreadable or never reached its report cells (papermill crashed,
-the kernel died), the same sections are built straight from the run directory's files: a crashed
-run always gets a report.
+nbconvert's ``lab`` and ``classic`` templates pull require.js and MathJax from CDNs; a report
+must open offline, so the notebook is exported with the ``basic`` template (body only, no
+scripts) and wrapped in this package's own page with inline CSS. Parameter cells, papermill
+metadata and cells tagged ``notebook-only`` (narration of the interactive steps) are dropped;
+only cells tagged ``report`` or ``banner`` keep outputs, and the banner moves to the top.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import nbformat
 from nbconvert import HTMLExporter
 
+from workbook.project import notebook as project_notebook
 from workbook.report import sections
 from workbook.report.page import page
+from workbook.report.redaction import redact_mapping
 from workbook.runs import RUN_FILES, write_atomic
 
 REPORT_TAG, BANNER_TAG = "report", "banner"
 # parameters carry paths and maybe secrets; notebook-only cells narrate the interactive steps
 DROP_TAGS = {"parameters", "injected-parameters", "notebook-only"}
+_CALL = re.compile(r"^\s*sections\.(\w+)\(\s*\w+\s*\)\s*$")
+SECTIONS: dict[str, Callable[[Any], sections.Section]] = {
+    "banner": sections.banner, "checks": sections.checks, "plots": sections.plots,
+    "failure": sections.failure, "parameters": sections.parameters,
+    "reproducibility": sections.reproducibility, "preflight": sections.preflight,
+}
 
 
 def render_report(run_dir: Path) -> Path:
-    """Write ``report.html`` into the run directory (from the notebook when it ran through)."""
+    """Write ``report.html`` (and ``notebook.ipynb`` if missing) into the run directory."""
     run_dir = Path(run_dir)
-    notebook = _load_notebook(run_dir / RUN_FILES["notebook"])
-    body, why = "", "is missing or unreadable"
-    if notebook is not None and _reached_report(notebook):
-        try:
-            body = notebook_body(notebook)
-        except Exception as exc:  # noqa: BLE001 - a notebook nbconvert chokes on still gets a report
-            why = f"could not be converted ({type(exc).__name__})"
-    elif notebook is not None:
-        why = "did not reach its report cells"
-    if not body:
-        note = f'<p class="wb-note">Built from the run directory: the notebook {why}.</p>'
-        body = "".join(s.html for s in sections.report_sections(run_dir)) + note
     view = sections.view(run_dir)
-    title = f"{view.verdict[0].upper()} · {view.scenario} · {view.run_id}"
+    template = template_of(view.run)
+    body, why = "", "no notebook template is recorded or found"
+    if template is not None:
+        try:
+            notebook = executed_notebook(template, run_dir, view.run.get("notebook_parameters"))
+            if not (run_dir / RUN_FILES["notebook"]).exists():
+                nbformat.write(notebook, str(run_dir / RUN_FILES["notebook"]))
+            body = notebook_body(notebook)
+        except Exception as exc:  # noqa: BLE001 - any notebook trouble still gets a report
+            why = f"the notebook could not be rendered ({type(exc).__name__}: {exc})"
+    if not body:
+        note = f'<p class="wb-note">Built from the run directory: {why}.</p>'
+        body = "".join(s.html for s in sections.report_sections(run_dir)) + note
+    status, _ = view.verdict
+    title = f"{status.upper()} · {view.scenario} · {view.run_id}"
     return write_atomic(run_dir / RUN_FILES["report"], page(title, body))
+
+
+def template_of(run: dict[str, Any]) -> Path | None:
+    """The notebook a run was driven by (``gspo``, ``ppo_multinode``, or a path), if it exists."""
+    name = str(run.get("notebook") or ("ppo_multinode" if run.get("launcher") == "ray" else "gspo"))
+    path = Path(name) if name.endswith(".ipynb") and Path(name).is_absolute() else project_notebook(name)
+    return path if path.is_file() else None
+
+
+def executed_notebook(template: Path, run_dir: Path, parameters: dict[str, Any] | None) -> Any:
+    """The template with its parameters injected and every report cell's output for this run."""
+    nb = nbformat.read(str(template), as_version=4)
+    cells = []
+    for cell in nb.cells:
+        cells.append(cell)
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "parameters" in tags and parameters:
+            cells.append(_injected(parameters))
+        match = _CALL.match(cell.source) if cell.cell_type == "code" else None
+        if match and match.group(1) in SECTIONS and {REPORT_TAG, BANNER_TAG} & set(tags):
+            section = SECTIONS[match.group(1)](run_dir)
+            cell.outputs = [nbformat.v4.new_output(
+                "display_data", data={"text/html": section.html, "text/plain": repr(section)})]
+    nb.cells = cells
+    return nb
 
 
 def notebook_body(notebook: Any) -> str:
@@ -81,23 +119,13 @@ def prepare(notebook: Any) -> Any:
     banners = [c for c in kept if BANNER_TAG in c.get("metadata", {}).get("tags", [])]
     rest = [c for c in kept if c not in banners]
     title = rest[:1] if rest and rest[0].cell_type == "markdown" else []
-    nb.cells = title + banners + rest[len(title) :]
+    nb.cells = title + banners + rest[len(title):]
     return nb
 
 
-def _reached_report(notebook: Any) -> bool:
-    """Whether the banner cell ran and displayed something (else the notebook broke early)."""
-    for cell in notebook.cells:
-        if BANNER_TAG in cell.get("metadata", {}).get("tags", []):
-            return any(
-                o.get("output_type") in ("display_data", "execute_result")
-                for o in cell.get("outputs", [])
-            )
-    return False
-
-
-def _load_notebook(path: Path) -> Any:
-    try:
-        return nbformat.read(str(path), as_version=4)
-    except Exception:  # noqa: BLE001 - any unreadable notebook means: build from the run dir
-        return None
+def _injected(parameters: dict[str, Any]) -> Any:
+    """A cell like papermill's ``injected-parameters`` (redacted: it may carry a token)."""
+    lines = ["# Parameters"] + [f"{k} = {v!r}" for k, v in redact_mapping(parameters).items()]
+    cell = nbformat.v4.new_code_cell("\n".join(lines))
+    cell.metadata["tags"] = ["injected-parameters"]
+    return cell

@@ -1,0 +1,133 @@
+"""One scenario end to end, as ``workbook run``, a suite entry and a sweep point all do it.
+
+The scenario's notebook runs under papermill into the run directory (the notebook's own cells
+prepare, launch, judge and finish); whatever becomes of the notebook -- a cell that raised, a
+kernel that died, Ctrl-C -- the run is then finished from its files (outcome, verdict, report,
+index), so a crashed or stopped run still leaves its log, its metrics so far, a diagnosis and a
+report. SIGINT and SIGTERM ask the launcher to stop (``stop.request``): the run ends as
+"stopped by the user", reported, never passed.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Iterator
+
+from workbook.errors import EXIT_RUN_FAILED, WorkbookError
+from workbook.launch.outcome import request_stop
+from workbook.project import notebook as project_notebook
+from workbook.runs import RunDir
+
+VERDICT_EXIT = {"passed": 0, "regressed": 1, "failed": EXIT_RUN_FAILED, "stopped": EXIT_RUN_FAILED}
+
+
+@dataclass
+class RunResult:
+    """How one run ended, as a suite's summary and a sweep's table need it."""
+
+    run_dir: Path
+    verdict: str
+    reason: str
+    exit_code: int
+    duration_s: float
+    report: Path | None
+    errors: list[str]
+
+    @property
+    def stopped(self) -> bool:
+        return self.verdict == "stopped"
+
+
+def notebook_for(launcher: str) -> Path:
+    return project_notebook("ppo_multinode" if launcher == "ray" else "gspo")
+
+
+def execute_run(params: Path, sets: list[str], rd: RunDir, *, launcher: str = "local",
+                notebook: Path | None = None, echo: bool = True,
+                on_stop: str = "stop") -> RunResult:
+    """Run ``params`` (with ``sets``) into the prepared directory ``rd``; never raises for the
+    run's own failure. ``on_stop`` ``"stop"`` turns SIGINT/SIGTERM into a stop request."""
+    from workbook.pipeline import finish
+    from workbook.report.notebook import execute
+
+    t0 = time.monotonic()
+    notebook = notebook or notebook_for(launcher)
+    parameters = {"scenario": str(params), "overrides": list(sets), "run_dir": str(rd.path),
+                  "run_root": str(rd.path.parents[1])}
+    with _stop_on_signals(rd, enabled=on_stop == "stop"), _tail(rd, enabled=echo):
+        try:
+            execute(notebook, rd.path, parameters, stream=False)
+        except WorkbookError as exc:  # judged below from the run's own files
+            print(f"workbook: the notebook stopped: {exc.message.splitlines()[0]}",
+                  file=sys.stderr)
+    done = None
+    if not rd.read_json("run").get("finished_at"):
+        done = finish(rd.path, announce=False)
+    verdict = rd.read_json("checks").get("verdict") or rd.read_json("run").get("verdict") or {}
+    status = str(verdict.get("status") or "failed")
+    report = rd.file("report")
+    return RunResult(rd.path, status, str(verdict.get("reason") or "the run was not judged"),
+                     VERDICT_EXIT.get(status, EXIT_RUN_FAILED), round(time.monotonic() - t0, 1),
+                     report if report.is_file() else None, done.errors if done else [])
+
+
+@contextmanager
+def _stop_on_signals(rd: RunDir, *, enabled: bool) -> Iterator[None]:
+    """SIGINT/SIGTERM ask the run to stop, once; the report still follows."""
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        request_stop(rd.path, f"stopped by the user ({name})")
+        print(f"\nworkbook: stopping the run ({name}); its report follows", file=sys.stderr,
+              flush=True)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextmanager
+def _tail(rd: RunDir, *, enabled: bool) -> Iterator[None]:
+    """Stream run.log to the terminal while the notebook runs (the notebook keeps it short)."""
+    if not enabled:
+        yield
+        return
+    done = threading.Event()
+
+    def follow() -> None:
+        offset = 0
+        while True:
+            finished = done.is_set()
+            path = rd.file("log")
+            if path.exists():
+                with open(path, "rb") as handle:
+                    handle.seek(offset)
+                    chunk = handle.read()
+                offset += len(chunk)
+                if chunk:
+                    sys.stdout.write(chunk.decode("utf-8", errors="replace"))
+                    sys.stdout.flush()
+            if finished:
+                return
+            time.sleep(0.5)
+
+    thread = threading.Thread(target=follow, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=5)
