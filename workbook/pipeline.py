@@ -12,6 +12,7 @@ directory.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -131,6 +132,8 @@ def prepare(
                                 "settings": settings or {}},
         **provenance.collect(),
     }))
+    if not driven():
+        print(f"workbook: run directory {rd.path}", file=sys.__stderr__, flush=True)
     return Run(s, scenario_file, rd, plan, sets)
 
 
@@ -189,7 +192,8 @@ def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
 
         view = LiveView(clip_ratio_low=run.scenario.clip_ratio_low,
                         clip_ratio_high=run.scenario.clip_ratio_high,
-                        total_steps=run.scenario.total_training_steps)
+                        total_steps=run.scenario.total_training_steps,
+                        echo=not driven())
         view.start()
 
     def on_line(line: str) -> None:
@@ -293,10 +297,18 @@ def finish(run: Run | str | Path, *, announce: bool = True) -> Finished:
     root = rd.read_json("run").get("runs_root")
     step("update the index", lambda: write_index(Path(root) if root else rd.path.parents[1]))
     step("record the end", lambda: rd.update_run(finished_at=now_iso(), finish_errors=done.errors))
-    if announce:
+    if announce and not driven():
         print(f"workbook: report {done.report or 'not written'} (run {rd.path})",
               file=sys.__stderr__, flush=True)
     return done
+
+
+DRIVEN = "WORKBOOK_DRIVEN"  # set by `workbook run` for the kernels it starts
+
+
+def driven() -> bool:
+    """Whether ``workbook run`` drives this kernel (it prints progress itself)."""
+    return bool(os.environ.get(DRIVEN))
 
 
 def _record_unfinished(rd: RunDir) -> None:

@@ -35,7 +35,8 @@ def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]],
         cells = [Text("" if c is None else str(c)) for c in row]  # Text: no markup parsing
         if status_column is not None:
             status = cells[status_column].plain
-            cells[status_column] = Text(status.upper(), style=STYLES.get(status.lower(), ""))
+            cells[status_column] = Text(status.replace("_", " ").upper(),
+                                        style=STYLES.get(status.lower(), ""))
         out.add_row(*cells)
     return out
 

@@ -7,9 +7,10 @@ scenario's settings do not change either: the run is the scenario, with a bug in
 
     pg_loss_x2      the policy loss doubled in its aggregation (a loss-scaling bug)
     ignore_clip     the clip bounds ignored: the importance ratio is never clipped
-    slow_update     every policy-loss evaluation 0.6 s slower (about +50 % step time on the tiny
+    slow_update     every policy-loss evaluation 1.2 s slower (about +50 % step time on the tiny
                     CPU scenario with replayed rollouts: a performance regression in training)
     kill_worker@K   the training worker killed (SIGKILL) once step K's update starts
+    crash@K         the policy loss raises (a Python exception in the worker) at step K
     nan_loss@K      the policy loss NaN from step K on
 
 Workers learn the current step from the file logger: verl writes one line per finished step to
@@ -31,8 +32,8 @@ import signal
 import time
 from typing import Any, Callable
 
-FAULTS = ("pg_loss_x2", "ignore_clip", "slow_update", "kill_worker", "nan_loss")
-SLOW_S = 0.6
+FAULTS = ("pg_loss_x2", "ignore_clip", "slow_update", "kill_worker", "crash", "nan_loss")
+SLOW_S = 1.2
 UNCLIPPED = 10.0  # clip ratios so wide that no sequence ratio reaches them
 
 
@@ -63,6 +64,8 @@ def faulty(loss_fn: Callable[..., Any], name: str, from_step: int) -> Callable[.
             return loss_fn(*args, **kwargs)
         if name == "kill_worker":
             os.kill(os.getpid(), signal.SIGKILL)
+        if name == "crash":
+            raise RuntimeError(f"injected fault: the policy loss failed at step {from_step}")
         if name == "ignore_clip":
             config = copy.copy(kwargs["config"])
             for field in ("clip_ratio_low", "clip_ratio_high"):

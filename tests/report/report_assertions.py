@@ -46,7 +46,7 @@ def check_rows(page: str) -> dict[str, str]:
     """Check name -> status (pass/fail/error) as shown in the checks table."""
     rows = {}
     for attrs in re.findall(r"<tr\b([^>]*\bclass=\"wb-row-[^>]*)>", page):
-        status = re.search(r'class="wb-row-([a-z]+)"', attrs)
+        status = re.search(r'class="wb-row-([a-z_]+)"', attrs)
         # the attribute is single-quoted when the check's name holds a double quote
         name = re.search(r"data-check=([\"'])(.*?)\1", attrs)
         if status and name:

@@ -40,6 +40,16 @@ def verdict_suite(verdict: Verdict, name: str, *, time_s: float | None = None,
     return suite
 
 
+def skipped_suite(name: str, why: str) -> TestSuite:
+    """A ``<testsuite>`` for a scenario that did not run (its run case skipped with ``why``)."""
+    suite = TestSuite(name)
+    case = TestCase("run", classname=name)
+    case.result = [Skipped(why)]
+    suite.add_testcase(case)
+    suite.update_statistics()
+    return suite
+
+
 def write_junit(suites: Iterable[TestSuite], path: Path) -> Path:
     """Write ``<testsuites>`` holding ``suites`` to ``path`` (atomically)."""
     xml = JUnitXml("workbook")

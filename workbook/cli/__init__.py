@@ -4,7 +4,7 @@ Exit codes: 0 all checks passed, 1 a check failed (regression), 2 bad input or u
 3 the run itself failed (crash, timeout, infrastructure, stopped).
 
 1 is only ever a verdict. An error the workbook explains exits with its own code; once a run
-has started (a handler sets ``args.run_dir`` or ``args.started``) even bad input found late is
+has started (a handler sets ``args.active_run`` or ``args.started``) even bad input found late is
 a failed run (3). Anything unexpected prints one line, keeps its traceback (in the run
 directory when there is one) and exits 3, or 2 when nothing had started yet.
 """
@@ -33,6 +33,10 @@ SUBCOMMAND_MODULES = (
     "workbook.cli.report",
     "workbook.cli.cluster",
     "workbook.cli.rayjob",
+    "workbook.cli.suite",
+    "workbook.cli.sweep",
+    "workbook.cli.compare",
+    "workbook.cli.lab",
 )
 
 
@@ -63,14 +67,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("workbook: interrupted", file=sys.stderr)
         return EXIT_RUN_FAILED if _started(args) else EXIT_BAD_INPUT
     except Exception as exc:  # noqa: BLE001 - the one place a surprise becomes an exit code
-        where = _keep_traceback(getattr(args, "run_dir", None))
+        where = _keep_traceback(getattr(args, "active_run", None))
         print(f"workbook: internal error: {type(exc).__name__}: {exc} (traceback: {where})",
               file=sys.stderr)
         return EXIT_RUN_FAILED if _started(args) else EXIT_BAD_INPUT
 
 
 def _started(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "run_dir", None) or getattr(args, "started", False))
+    return bool(getattr(args, "active_run", None) or getattr(args, "started", False))
 
 
 def _keep_traceback(run_dir: Path | None) -> Path:

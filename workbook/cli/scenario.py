@@ -39,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="notebook to execute (default: notebooks/gspo.ipynb, or ppo_multinode "
                    "for launcher: ray)")
     r.add_argument("--quiet", action="store_true", help="do not stream the run's log to the terminal")
+    r.add_argument("--run-dir", type=Path, default=None,
+                   help="run into this (new or empty) directory instead of <runs>/<scenario>/<id>")
     r.set_defaults(handler=run)
 
 
@@ -85,8 +87,12 @@ def run(args: argparse.Namespace) -> int:
     s = validate_scenario(params, args.sets)  # nothing is created before this passes
     print_warnings(s, params)
     root = (args.runs or default_root()).resolve()
-    rd = RunDir.create(root, s.name)
-    args.run_dir = rd.path  # from here on a surprise is a failed run (exit 3), not bad input
+    if args.run_dir:
+        rd = RunDir(args.run_dir.resolve())
+        rd.path.mkdir(parents=True, exist_ok=True)
+    else:
+        rd = RunDir.create(root, s.name)
+    args.active_run = rd.path  # from here on a surprise is a failed run (exit 3), not bad input
     print(f"run directory: {rd.path}", flush=True)
     result = execute_run(params, list(args.sets), rd, launcher=s.launcher,
                          notebook=args.notebook, echo=not args.quiet)

@@ -6,13 +6,15 @@ at the bottom), refreshed on every line at most once a second; once steps arrive
 loss, the clip fraction (its title names the configured clip ratios), rollout time against step
 time and the reward are redrawn per step. Each part is one display, updated in place, never
 appended. The final frame stays when the run ends. Outside a Jupyter kernel (the CLI) nothing
-is drawn.
+is drawn. With ``echo`` each new phase and step is also printed to the terminal the kernel was
+started from, so plain ``papermill`` is not silent either.
 """
 
 from __future__ import annotations
 
 import html
 import re
+import sys
 import threading
 import time
 import uuid
@@ -54,9 +56,11 @@ class LiveView:
         clip_ratio_high: float | None = None,
         total_steps: int | None = None,
         enabled: bool | None = None,
+        echo: bool = False,
     ) -> None:
         self.title = "Live: loss, clip fraction" + clip_ratio_text(clip_ratio_low, clip_ratio_high)
         self.enabled = in_kernel() if enabled is None else enabled
+        self.echo = echo  # also print each phase and step to the terminal (plain papermill)
         self.progress = Progress(total_steps=total_steps)
         self.tail: list[str] = []
         self._id = uuid.uuid4().hex
@@ -85,7 +89,8 @@ class LiveView:
 
     def line(self, text: str, metrics: RunMetrics) -> None:
         """One log line: status and tail at most once a second, plots when a step arrived."""
-        self.progress.feed(text)
+        if self.progress.feed(text) and self.echo:
+            print(f"workbook: {self.progress.status()}", file=sys.__stderr__, flush=True)
         clean = _ANSI.sub("", text).rstrip()
         if clean:
             self.tail.append(clean if len(clean) <= LINE_CHARS else clean[:LINE_CHARS] + " …")

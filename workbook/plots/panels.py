@@ -338,3 +338,23 @@ def every(count: int) -> int:
     """Marker spacing: about 25 markers per line, so 2,000 steps stay readable and cheap."""
     return max(1, count // 25)
 
+
+
+def overlay(runs: Sequence[tuple[str, RunMetrics]], metric: str, title: str,
+            shade: Sequence[int] = ()) -> bytes | None:
+    """One metric of several runs on one axis (a comparison's curves); None if none logged it.
+
+    ``shade`` marks steps whose rollouts were replayed from a dump (a light band per step).
+    """
+    drawn = [(label, m.series(metric)) for label, m in runs if m.has(metric)]
+    if not drawn:
+        return None
+    fig, (ax,) = new_figure(1)
+    for step in shade:
+        ax.axvspan(step - 0.5, step + 0.5, color="#999999", alpha=0.12, linewidth=0)
+    for i, (label, series) in enumerate(drawn):
+        _line(ax, series, label, i)
+    ax.set_ylabel(_unit(metric))
+    _finish(ax)
+    fig.suptitle(title, fontsize=11)
+    return to_png(fig)

@@ -43,6 +43,8 @@ INDEX_CSS = """<style>body{max-width:1500px}
 .b-regressed{background:#b36b00}
 .b-failed{background:#b84a00}
 .b-running{background:#0072B2}
+.b-stopped{background:#3d7ea6}
+.b-pending{background:#999}
 .b-unjudged,.b-unknown{background:#666}
 #runs td{white-space:nowrap}
 #runs td.reason{white-space:normal;max-width:26em;font-size:.85em;
@@ -63,6 +65,9 @@ def write_index(runs_root: Path, out: Path | None = None) -> Path:
         f'<h1>verl runs</h1><p class="wb-note">{len(runs)} runs, '
         f"newest first; generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}.</p>"
         + INDEX_CSS
+        + _suites(runs_root, target.parent)
+        + _comparisons(runs_root, target.parent)
+        + "<h2>All runs</h2>"
         + _filters(runs)
         + _table(runs, target.parent)
         + _trends(runs, runs_root / TREND_CACHE)
@@ -82,7 +87,7 @@ def _filters(runs: list[RunSummary]) -> str:
     scenarios = sorted({r.scenario for r in runs})
     verdicts = [
         v
-        for v in ("passed", "regressed", "failed", "running", "unjudged", "unknown")
+        for v in ("passed", "regressed", "failed", "stopped", "running", "unjudged", "unknown")
         if any(r.verdict == v for r in runs)
     ]
     options = lambda values: "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in values)
@@ -119,6 +124,54 @@ def _table(runs: list[RunSummary], base: Path) -> str:
             f'<td>{link}</td><td class="reason">{_e(r.reason)}</td></tr>'
         )
     return f'<table id="runs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _suites(runs_root: Path, base: Path) -> str:
+    """One table per suite night (newest first): each entry's verdict and a link to its report."""
+    nights = sorted(Path(runs_root).glob("suites/*/*/suite.json"),
+                    key=lambda p: (p.parent.name, p.parent.parent.name), reverse=True)
+    parts = []
+    for path in nights:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        entries = [e for e in data.get("entries", []) if isinstance(e, dict)]
+        rows = []
+        for e in entries:
+            # <suite dir>/<entry>/<run_id>: found from the suite's own folder, so the links hold
+            # in a published copy of the tree too
+            run_dir = Path(str(e.get("run_dir") or "."))
+            report = path.parent.joinpath(*run_dir.parts[-2:], RUN_FILES["report"])
+            link = (f'<a href="{_e(_relative(report, base))}">report</a>'
+                    if e.get("run_dir") and report.is_file() else "no report")
+            duration = duration_text(e.get("duration_s")) if e.get("duration_s") else ""
+            rows.append(f'<tr data-entry="{_e(str(e.get("key")))}"><td>{_e(str(e.get("key")))}</td>'
+                        f'<td><span class="badge b-{_e(str(e.get("status")))}">'
+                        f'{_e(str(e.get("status")))}</span></td><td>{_e(duration)}</td>'
+                        f'<td>{link}</td><td class="reason">{_e(str(e.get("reason") or ""))}</td></tr>')
+        worst = max((e.get("exit_code") or 0 for e in entries), default=0)
+        parts.append(
+            f'<section data-suite="{_e(str(data.get("suite")))}" data-night="{_e(path.parent.name)}">'
+            f'<h3>suite {_e(str(data.get("suite")))} · {_e(path.parent.name)} · exit {worst}</h3>'
+            '<table class="suite"><thead><tr><th>entry</th><th>verdict</th><th>duration</th>'
+            f'<th>report</th><th>reason</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            "</section>")
+    return ("<h2>Suites</h2>" + "".join(parts)) if parts else ""
+
+
+def _comparisons(runs_root: Path, base: Path) -> str:
+    """Links to every comparison page: sweeps' and ad-hoc ones (newest first)."""
+    pages = [*Path(runs_root).glob("sweeps/*/*/comparison.html"),
+             *Path(runs_root).glob("comparisons/*/comparison.html")]
+    if not pages:
+        return ""
+    items = []
+    for page in sorted(pages, key=lambda p: p.stat().st_mtime, reverse=True):
+        label = "/".join(page.parent.relative_to(runs_root).parts)
+        items.append(f'<li data-comparison="{_e(label)}"><a href="{_e(_relative(page, base))}">'
+                     f"{_e(label)}</a></li>")
+    return f"<h2>Comparisons</h2><ul>{''.join(items)}</ul>"
 
 
 def _trends(runs: list[RunSummary], cache: Path) -> str:

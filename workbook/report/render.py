@@ -19,6 +19,7 @@ only cells tagged ``report`` or ``banner`` keep outputs, and the banner moves to
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -27,7 +28,7 @@ import nbformat
 from nbconvert import HTMLExporter
 
 from workbook.project import notebook as project_notebook
-from workbook.report import sections
+from workbook.report import compare, sections
 from workbook.report.page import page
 from workbook.report.redaction import redact_mapping
 from workbook.runs import RUN_FILES, write_atomic
@@ -35,11 +36,15 @@ from workbook.runs import RUN_FILES, write_atomic
 REPORT_TAG, BANNER_TAG = "report", "banner"
 # parameters carry paths and maybe secrets; notebook-only cells narrate the interactive steps
 DROP_TAGS = {"parameters", "injected-parameters", "notebook-only"}
-_CALL = re.compile(r"^\s*sections\.(\w+)\(\s*\w+\s*\)\s*$")
+_CALL = re.compile(r"^\s*((?:sections|compare)\.\w+)\(\s*\w+\s*\)\s*$")
+# A report cell is one of these calls on the run (or comparison) folder; nothing else runs.
 SECTIONS: dict[str, Callable[[Any], sections.Section]] = {
-    "banner": sections.banner, "checks": sections.checks, "plots": sections.plots,
-    "failure": sections.failure, "parameters": sections.parameters,
-    "reproducibility": sections.reproducibility, "preflight": sections.preflight,
+    "sections.banner": sections.banner, "sections.checks": sections.checks,
+    "sections.plots": sections.plots, "sections.failure": sections.failure,
+    "sections.parameters": sections.parameters,
+    "sections.reproducibility": sections.reproducibility,
+    "sections.preflight": sections.preflight,
+    "compare.table": compare.table, "compare.curves": compare.curves,
 }
 
 
@@ -65,6 +70,17 @@ def render_report(run_dir: Path) -> Path:
     return write_atomic(run_dir / RUN_FILES["report"], page(title, body))
 
 
+def render_comparison(folder: Path) -> Path:
+    """Write ``comparison.html`` (and ``comparison.ipynb`` if missing) into a comparison folder."""
+    folder = Path(folder)
+    notebook = executed_notebook(project_notebook("compare"), folder,
+                                 json.loads((folder / compare.COMPARISON_FILE).read_text()))
+    if not (folder / "comparison.ipynb").exists():
+        nbformat.write(notebook, str(folder / "comparison.ipynb"))
+    return write_atomic(folder / compare.PAGE,
+                        page(f"comparison · {folder.name}", notebook_body(notebook)))
+
+
 def template_of(run: dict[str, Any]) -> Path | None:
     """The notebook a run was driven by (``gspo``, ``ppo_multinode``, or a path), if it exists."""
     name = str(run.get("notebook") or ("ppo_multinode" if run.get("launcher") == "ray" else "gspo"))
@@ -72,8 +88,9 @@ def template_of(run: dict[str, Any]) -> Path | None:
     return path if path.is_file() else None
 
 
-def executed_notebook(template: Path, run_dir: Path, parameters: dict[str, Any] | None) -> Any:
-    """The template with its parameters injected and every report cell's output for this run."""
+def executed_notebook(template: Path, folder: Path, parameters: dict[str, Any] | None) -> Any:
+    """The template with its parameters injected and every report cell's output for ``folder``
+    (a run directory, or a comparison's folder)."""
     nb = nbformat.read(str(template), as_version=4)
     cells = []
     for cell in nb.cells:
@@ -83,7 +100,7 @@ def executed_notebook(template: Path, run_dir: Path, parameters: dict[str, Any] 
             cells.append(_injected(parameters))
         match = _CALL.match(cell.source) if cell.cell_type == "code" else None
         if match and match.group(1) in SECTIONS and {REPORT_TAG, BANNER_TAG} & set(tags):
-            section = SECTIONS[match.group(1)](run_dir)
+            section = SECTIONS[match.group(1)](folder)
             cell.outputs = [nbformat.v4.new_output(
                 "display_data", data={"text/html": section.html, "text/plain": repr(section)})]
     nb.cells = cells

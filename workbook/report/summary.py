@@ -55,10 +55,26 @@ class RunSummary:
 
 
 def find_runs(runs_root: Path) -> list[Path]:
-    """Run directories under ``<root>/<scenario>/<run_id>`` (and the root itself if it is one)."""
+    """Every run directory under ``runs_root``, at any depth (``<scenario>/<run_id>``, and the
+    ``suites/<suite>/<night>/<entry>/<run_id>`` and ``sweeps/...`` trees), the root itself if it
+    is one. A run directory's own subfolders (rollout dumps, Ray outputs) are not searched."""
     root = Path(runs_root)
-    found = [p for p in root.glob("*/*") if p.is_dir() and is_run_dir(p)]
-    return found or ([root] if is_run_dir(root) else [])
+    if is_run_dir(root):
+        return [root]
+    found: list[Path] = []
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+        except OSError:
+            continue
+        for child in children:
+            if is_run_dir(child):
+                found.append(child)
+            else:
+                stack.append(child)
+    return found
 
 
 def summarize(run_dir: Path) -> RunSummary:

@@ -1,0 +1,220 @@
+"""The GSPO notebook where researchers meet it: in a real JupyterLab driven by a real browser,
+and through plain papermill exactly as the README shows -- each a real verl run.
+
+JupyterLab is started the way the README says (``workbook lab``: a working copy, so the tracked
+notebook stays clean), with its own port, and stopped at the end. Debian's Chromium drives it
+through Playwright. Screenshots land in ``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, WORKBOOK, HeavyLock, processes_naming
+
+pytestmark = [pytest.mark.verl, pytest.mark.browser]
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = REPO / "test-artifacts"
+PARAMETERS = """scenario = "params/gspo-tiny-1n1cpu-fsdp2-vllm.yaml"
+clip_ratio_low = None
+clip_ratio_high = 6e-4
+steps = 2
+overrides = []
+run_root = ""
+run_dir = \"\""""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def lab(session_env: dict[str, str], cpu_assets: object,
+        tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """``workbook lab`` on its own port and working folder; stopped (by PID) afterwards."""
+    port, folder = _free_port(), tmp_path_factory.mktemp("lab")
+    proc = subprocess.Popen(
+        [*WORKBOOK, "lab", "gspo", "--dir", str(folder), "--", "--no-browser",
+         f"--port={port}", "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=",
+         "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True"],
+        env=session_env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/api", timeout=2)
+            break
+        except OSError:
+            time.sleep(1)
+    else:
+        os.killpg(proc.pid, signal.SIGTERM)
+        pytest.fail("JupyterLab did not start within 120 s")
+    yield url, folder
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def page(lab: tuple[str, Path]) -> Iterator[object]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} missing: run `make browser` (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    url, _ = lab
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        tab = browser.new_page(viewport={"width": 1500, "height": 1000})
+        tab.goto(f"{url}/lab/tree/gspo.ipynb")
+        tab.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+        tab.wait_for_selector(".jp-Notebook-ExecutionIndicator, .jp-KernelStatus", timeout=60_000)
+        yield tab
+        browser.close()
+
+
+def _run_all(tab) -> None:  # type: ignore[no-untyped-def]
+    tab.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    tab.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+
+
+def _output_attr(tab, selector: str, attribute: str) -> str | None:  # type: ignore[no-untyped-def]
+    found = tab.locator(f".jp-OutputArea-output {selector}")
+    return found.first.get_attribute(attribute) if found.count() else None
+
+
+@pytest.fixture(scope="module")
+def lab_run(page, session_env: dict[str, str]) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """Change clip_ratio_high and steps in the parameters cell, Run All, watch it to the end."""
+    cell = page.locator(".jp-Cell", has_text="clip_ratio_high = None").first
+    cell.locator(".cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(PARAMETERS)
+    seen: dict[str, object] = {"steps": [], "statuses": []}
+    with HeavyLock():
+        started = time.monotonic()
+        _run_all(page)
+        deadline = started + 1500
+        while time.monotonic() < deadline:
+            status = page.locator(".jp-OutputArea-output [data-live=status]")
+            if status.count():
+                seen.setdefault("status_after_s", round(time.monotonic() - started, 1))
+                text = status.first.inner_text()
+                if not seen["statuses"] or seen["statuses"][-1] != text:  # type: ignore[index]
+                    seen["statuses"].append(text)  # type: ignore[union-attr]
+            step = _output_attr(page, "[data-live=plots]", "data-step")
+            if step and step not in seen["steps"]:  # type: ignore[operator]
+                seen["steps"].append(step)  # type: ignore[union-attr]
+            verdict = _output_attr(page, "#verdict-banner", "data-verdict")
+            if verdict:
+                seen["verdict"] = verdict
+                break
+            time.sleep(1.0)
+        page.wait_for_timeout(3000)  # the finish cell renders the report and the index
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "lab-gspo-run.png"), full_page=True)
+    return seen
+
+
+def test_run_all_shows_live_status_within_seconds_then_per_step_frames(lab_run) -> None:  # type: ignore[no-untyped-def]
+    assert lab_run.get("status_after_s") is not None, lab_run
+    assert lab_run["status_after_s"] < 120  # kernel start + validation, then status at once
+    statuses = " | ".join(lab_run["statuses"])
+    assert "starting" in statuses or "loading" in statuses, statuses  # before any step
+    assert lab_run["steps"] == ["1", "2"], lab_run
+
+
+def test_the_verdict_and_the_run_land_under_the_runs_root(lab_run, session_env) -> None:  # type: ignore[no-untyped-def]
+    assert lab_run.get("verdict") == "passed", lab_run
+    root = Path(session_env["WORKBOOK_RUNS"]) / "gspo-tiny-1n1cpu-fsdp2-vllm"
+    runs = [p for p in root.iterdir() if p.is_dir()
+            and json.loads((p / "run.json").read_text()).get("clip_ratio_high") == 6e-4
+            and json.loads((p / "run.json").read_text()).get("notebook") == "gspo"]
+    assert runs, "the lab run is not under the runs root"
+    run = max(runs)
+    info = json.loads((run / "run.json").read_text())
+    assert info["expected_steps"] == 2 and info["finished_at"]
+    assert (run / "report.html").is_file() and (run / "notebook.ipynb").is_file()
+    index = (Path(session_env["WORKBOOK_RUNS"]) / "index.html").read_text()
+    assert f'data-run="{run.name}"' in index
+    baseline = {r["name"]: r for r in json.loads((run / "checks.json").read_text())["rows"]}
+    assert "clip_ratio_high 0.0004 -> 0.0006" in baseline["actor/pg_loss vs baseline"]["message"]
+
+
+def test_the_tracked_notebook_stays_clean(lab_run) -> None:  # type: ignore[no-untyped-def]
+    tracked = json.loads((REPO / "notebooks" / "gspo.ipynb").read_text())
+    assert all(c.get("outputs", []) == [] for c in tracked["cells"] if c["cell_type"] == "code")
+    assert "clip_ratio_high = None" in "".join(
+        "".join(c["source"]) for c in tracked["cells"])
+
+
+def test_the_stop_button_stops_the_run_and_records_it_neutrally(page, lab_run, session_env) -> None:  # type: ignore[no-untyped-def]
+    with HeavyLock():
+        _run_all(page)
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            status = page.locator(".jp-OutputArea-output [data-live=status]")
+            if status.count() and "starting the trainer" in status.first.inner_text():
+                break
+            time.sleep(0.5)
+        page.locator("jp-button[data-command='notebook:interrupt-kernel'], "
+                     "button[data-command='notebook:interrupt-kernel']").first.click()
+        verdict = None
+        while time.monotonic() < deadline and verdict is None:
+            verdict = _output_attr(page, "#verdict-banner", "data-verdict")
+            time.sleep(1.0)
+        page.wait_for_timeout(3000)
+    page.screenshot(path=str(ARTIFACTS / "lab-gspo-stopped.png"), full_page=True)
+    assert verdict == "stopped"
+    root = Path(session_env["WORKBOOK_RUNS"]) / "gspo-tiny-1n1cpu-fsdp2-vllm"
+    run = max(p for p in root.iterdir() if p.is_dir()
+              and json.loads((p / "run.json").read_text()).get("status") == "stopped")
+    assert "Why it failed" not in (run / "report.html").read_text()
+    from workbook.command.builder import ray_temp_dir
+
+    assert processes_naming(str(run), ray_temp_dir(run.name)) == []
+
+
+def _readme_line(prefix: str) -> str:
+    """The README's own command line starting with ``prefix``."""
+    for line in (REPO / "README.md").read_text().splitlines():
+        if line.strip().startswith(prefix):
+            return line.strip().split("  #")[0]
+    raise AssertionError(f"no README line starts with {prefix!r}")
+
+
+def test_papermill_exactly_as_the_readme_shows_runs_reports_and_indexes(
+        session_env: dict[str, str], cpu_assets: object, tmp_path: Path) -> None:
+    line = _readme_line("papermill notebooks/gspo.ipynb")
+    papermill = str(Path(session_env.get("VIRTUAL_ENV", REPO / ".venv")) / "bin" / "papermill")
+    argv = shlex.split(line)
+    argv[0] = papermill if Path(papermill).exists() else str(REPO / ".venv" / "bin" / "papermill")
+    with HeavyLock():
+        done = subprocess.run(argv, cwd=REPO, env=session_env, capture_output=True, text=True,
+                              timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = re.search(r"workbook: report (\S+) \(run (\S+)\)", done.stderr)
+    assert found, "papermill printed no report path: " + done.stderr[-2000:]
+    run = Path(found.group(2))
+    assert run.parent.parent == Path(session_env["WORKBOOK_RUNS"])  # the one runs root
+    assert Path(found.group(1)).is_file() and (run / "notebook.ipynb").is_file()
+    assert f'data-run="{run.name}"' in (Path(session_env["WORKBOOK_RUNS"]) / "index.html").read_text()
+    (REPO / "out.ipynb").unlink(missing_ok=True)

@@ -1,0 +1,72 @@
+"""Sweeps before any launch: the grid, the points, validation naming the point, resuming."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workbook.cli import main
+from workbook.errors import InputError
+from workbook.sweep import parse_grid, points_of, sweep_dir
+
+REPO = Path(__file__).resolve().parents[2]
+GSPO = REPO / "params" / "gspo-tiny-1n1cpu-fsdp2-vllm.yaml"
+
+
+def test_the_grid_expands_to_every_combination_in_order() -> None:
+    grid = parse_grid(["clip_ratio_high=4e-4,6e-4", "clip_ratio_low=3e-4,5e-4"])
+
+    points = points_of(grid)
+
+    assert [p.sets() for p in points] == [
+        ["clip_ratio_high=4e-4", "clip_ratio_low=3e-4"], ["clip_ratio_high=4e-4", "clip_ratio_low=5e-4"],
+        ["clip_ratio_high=6e-4", "clip_ratio_low=3e-4"], ["clip_ratio_high=6e-4", "clip_ratio_low=5e-4"]]
+    assert points[0].key == "01-clip_ratio_high4e-4-clip_ratio_low3e-4"
+
+
+@pytest.mark.parametrize("items, message", [
+    ([], "at least one --grid"), (["clip_ratio_high"], "expected KEY=V1,V2"),
+    (["a=1", "a=2"], "given twice"), (["a="], "expected KEY=V1,V2"),
+])
+def test_a_malformed_grid_is_refused(items: list[str], message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        parse_grid(items)
+
+
+def test_the_same_sweep_gets_the_same_directory_so_it_resumes(tmp_path: Path) -> None:
+    grid = parse_grid(["clip_ratio_high=4e-4,6e-4"])
+    a = sweep_dir(GSPO, grid, [], True, tmp_path)
+    assert a == sweep_dir(GSPO, grid, [], True, tmp_path)
+    assert a != sweep_dir(GSPO, grid, ["lr=1e-3"], True, tmp_path)
+    assert a.parent == tmp_path / "sweeps" / GSPO.stem
+
+
+def test_an_invalid_point_is_named_and_nothing_starts(tmp_path: Path, cpu_assets: object,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sweep", str(GSPO), "--grid", "clip_ratio_high=4e-4,1.5",
+                 "--runs", str(tmp_path / "runs")])
+
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "point 02-clip_ratio_high1.5" in err and "inside (0, 1)" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_finished_point_is_kept_when_the_sweep_runs_again(tmp_path: Path, cpu_assets: object) -> None:
+    from workbook.sweep import plan_sweep
+
+    first = plan_sweep(GSPO, ["clip_ratio_high=4e-4,6e-4"], [], replay_rollouts=False,
+                       runs_root=tmp_path)
+    first.directory.mkdir(parents=True)
+    first.points[0].status, first.points[0].run_dir = "passed", "/somewhere/run"
+    first.points[1].status = "running"  # its workbook died: it runs again
+    first.save()
+
+    again = plan_sweep(GSPO, ["clip_ratio_high=4e-4,6e-4"], [], replay_rollouts=False,
+                       runs_root=tmp_path)
+
+    assert [p.status for p in again.points] == ["passed", "pending"]
+    assert json.loads((again.directory / "sweep.json").read_text())["points"][0]["run_dir"] == (
+        "/somewhere/run")

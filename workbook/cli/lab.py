@@ -1,0 +1,60 @@
+"""``workbook lab [NOTEBOOK]``: JupyterLab on working copies of the project's notebooks.
+
+The tracked notebooks stay clean: JupyterLab's autosave writes outputs and edited parameters
+into the file it has open, so researchers open a working copy (``<project>/lab/``, ignored by
+git) made from ``notebooks/`` the first time (never overwritten unless ``--fresh``). The kernel's
+working directory is then ``lab/``, which the notebooks do not depend on: scenarios resolve
+against the project and runs land in the one runs root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from workbook.errors import InputError
+from workbook.project import root
+
+EPILOG = """examples:
+  workbook lab                    # lab/gspo.ipynb in JupyterLab (copied from notebooks/ once)
+  workbook lab compare --fresh    # a new working copy of notebooks/compare.ipynb
+  workbook lab -- --port 8890 --no-browser      # options after -- go to jupyter lab"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("lab", help="open a notebook in JupyterLab (a working copy, git stays clean)",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("notebook", nargs="?", default="gspo",
+                   help="gspo (default), ppo_multinode or compare")
+    p.add_argument("--dir", type=Path, help="folder of the working copies (default <project>/lab)")
+    p.add_argument("--fresh", action="store_true", help="copy the notebook again (edits are lost)")
+    p.add_argument("jupyter_args", nargs=argparse.REMAINDER,
+                   help="after --: options for jupyter lab")
+    p.set_defaults(handler=run_command)
+
+
+def working_copy(name: str, folder: Path, *, fresh: bool = False) -> Path:
+    """``folder/<name>.ipynb``, copied from ``notebooks/`` unless it is there already."""
+    source = root() / "notebooks" / f"{Path(name).stem}.ipynb"
+    if not source.is_file():
+        known = ", ".join(p.stem for p in sorted((root() / "notebooks").glob("*.ipynb")))
+        raise InputError(f"no notebook {name!r}; the project has {known}")
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / source.name
+    if fresh or not target.exists():
+        shutil.copyfile(source, target)
+    return target
+
+
+def run_command(args: argparse.Namespace) -> int:
+    folder = (args.dir or root() / "lab").resolve()
+    notebook = working_copy(args.notebook, folder, fresh=args.fresh)
+    extra = [a for a in args.jupyter_args if a != "--"]
+    argv = [sys.executable, "-m", "jupyter", "lab", str(notebook),
+            f"--ServerApp.root_dir={folder}", *extra]
+    print(f"JupyterLab on {notebook} (working copy of notebooks/{notebook.name})", flush=True)
+    os.execv(sys.executable, argv)
+    return 0  # not reached: jupyter lab replaces this process

@@ -1,0 +1,100 @@
+"""``workbook suite run|validate SUITE``: many scenarios, one verdict, one JUnit file, one index."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from workbook import terminal
+from workbook.runs import default_root
+
+EPILOG = """examples:
+  workbook suite validate params/suites/nightly-npu-a2.txt
+  workbook suite run params/suites/smoke-cpu.txt --junit junit.xml
+  workbook suite run params/suites/smoke-cpu.txt --only 'gspo-*' --timeout-per-scenario 1800
+  workbook suite run params/suites/smoke-cpu.txt --rerun      # run finished entries again
+
+Each entry runs into its own run directory under one suite directory, printed last. The same
+command on the same UTC day resumes the suite there. Exit code: the worst entry's (0 passed,
+1 regressed, 3 failed or stopped); 2 when an entry is invalid (then nothing starts)."""
+COLUMNS = ("entry", "verdict", "duration", "step time (s)", "reward", "clip fraction", "report")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    suite = sub.add_parser("suite", help="run or validate a suite of scenarios",
+                           epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    actions = suite.add_subparsers(dest="suite_action", required=True, metavar="{run,validate}")
+    run = actions.add_parser("run", help="validate every entry, then run them in order",
+                             epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("suite", type=Path, help="suite file (params/suites/<name>.txt)")
+    run.add_argument("--only", metavar="PATTERN", help="run the entries whose scenario matches")
+    run.add_argument("--timeout-per-scenario", type=float, metavar="S", dest="timeout",
+                     help="end an entry after S seconds (it fails; the suite goes on)")
+    run.add_argument("--junit", type=Path, metavar="FILE", help="write one JUnit XML file here")
+    run.add_argument("--rerun", action="store_true", help="run entries that already finished")
+    run.add_argument("--dir", type=Path, help="suite directory (default: "
+                     "<runs>/suites/<suite>/<UTC date>, so a rerun the same day resumes)")
+    run.add_argument("--runs", type=Path, help="runs root (default $WORKBOOK_RUNS or runs/)")
+    run.add_argument("--echo", action="store_true", help="stream each run's log to the terminal")
+    run.set_defaults(handler=run_command)
+    check = actions.add_parser("validate", help="validate every entry; nothing is launched")
+    check.add_argument("suite", type=Path)
+    check.set_defaults(handler=validate_command)
+
+
+def validate_command(args: argparse.Namespace) -> int:
+    from workbook.suite import read_suite, validate_entries
+
+    entries = read_suite(args.suite)
+    validate_entries(entries)
+    print(f"{args.suite}: {len(entries)} entries, all valid")
+    return 0
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from workbook.checks.junit import skipped_suite, verdict_suite, write_junit
+    from workbook.checks.runner import check_path
+    from workbook.report.index import write_index
+    from workbook.report.summary import summarize
+    from workbook.suite import run_suite
+
+    root = (args.runs or default_root()).resolve()
+
+    def started(directory: Path) -> None:
+        args.started = True  # a surprise from here on is a failed suite (3), not bad input
+        print(f"suite directory: {directory}", flush=True)
+
+    result = run_suite(args.suite, runs_root=root, directory=args.dir, only=args.only,
+                       timeout_s=args.timeout, rerun=args.rerun, echo=args.echo,
+                       on_start=started)
+    rows, suites = [], []
+    for record in result.entries:
+        headline: dict[str, float | None] = {}
+        if record.run_dir and Path(record.run_dir).is_dir():
+            headline = summarize(Path(record.run_dir)).headline
+            verdict, _ = check_path(Path(record.run_dir))
+            suites.append(verdict_suite(verdict, record.key, time_s=record.duration_s,
+                                        properties={"report": record.report or "",
+                                                    "run_dir": record.run_dir,
+                                                    "scenario": record.scenario}))
+        else:
+            suites.append(skipped_suite(record.key, f"not run ({record.status})"))
+        rows.append((record.key, record.status, _seconds(record.duration_s),
+                     _number(headline.get("mean step time")), _number(headline.get("final reward")),
+                     _number(headline.get("clip fraction")), record.report or "-"))
+    terminal.show(terminal.table(f"suite {result.name}", COLUMNS, rows, status_column=1))
+    if result.interrupted:
+        print("suite: stopped by the user; entries after the stopped one did not run")
+    if args.junit:
+        print(f"junit: {write_junit(suites, args.junit)}")
+    print(f"index: {write_index(root)}")
+    print(result.directory)
+    return result.exit_code
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} s"
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"

@@ -1,0 +1,228 @@
+"""Several runs on one page: curves overlaid, one row per run, differences against the first.
+
+For a clip-ratio sweep (a sweep directory: its points in order) or any runs at all (last night
+against tonight). The page is ``comparison.html`` in the comparison's own folder (the sweep
+directory, or ``<runs>/comparisons/<id>/``), rendered from ``notebooks/compare.ipynb`` the way
+a run's report is, and listed in the runs index. Whatever the page shows is computed from the
+runs' own files; a run missing a metric simply has no curve for it.
+
+The table's clip fraction and reward are means over a window: the scenario's checks window
+when the runs share one, else every step after the first (which carries start-up). Steps whose
+rollouts were replayed from a dump are shaded in the curves; the table says how many of the
+window's steps were replayed, because only on those do the runs train on the same rollouts.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import statistics
+from base64 import b64encode
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbook.plots.panels import overlay
+from workbook.report.sections import Section
+from workbook.report.view import RunView, load_view
+from workbook.runs import RUN_FILES, new_run_id, write_atomic
+
+COMPARISON_FILE = "comparison.json"
+PAGE = "comparison.html"
+SWEEP_FILE = "sweep.json"
+CURVES = (
+    ("actor/pg_clipfrac", "clip fraction"), ("actor/pg_loss", "policy loss"),
+    ("actor/ppo_kl", "KL to the rollout policy"), ("actor/grad_norm", "gradient norm"),
+    ("critic/score/mean", "reward"), ("response_length/mean", "response length"),
+    ("timing_s/step", "step time (s)"), ("timing_s/gen", "rollout time (s)"),
+)
+_e = html.escape
+
+
+@dataclass
+class Comparison:
+    """The runs compared, their labels, and where the page goes."""
+
+    folder: Path
+    runs: list[RunView]
+    labels: list[str]
+    window: tuple[int, int] | None = None
+    source: dict[str, Any] = field(default_factory=dict)
+
+    def _repr_html_(self) -> str:
+        return (f"<p>Comparing {len(self.runs)} runs; the page goes to "
+                f"<code>{_e(str(self.folder / PAGE))}</code></p>")
+
+
+def prepare(runs: list[str] | None = None, sweep: str = "", out: str = "") -> Comparison:
+    """Collect the runs (a sweep directory's points, or run directories) and record them."""
+    if sweep:
+        folder = Path(sweep).resolve()
+        data = json.loads((folder / SWEEP_FILE).read_text(encoding="utf-8"))
+        points = [p for p in data.get("points", []) if p.get("run_dir")]
+        dirs = [Path(p["run_dir"]) for p in points]
+        labels = [", ".join(f"{k}={v}" for k, v in p.get("values", {}).items()) or p["key"]
+                  for p in points]
+    else:
+        dirs = [Path(r).resolve() for r in runs or []]
+        folder = Path(out).resolve() if out else _new_folder()
+        labels = [f"{d.parent.name}/{d.name}" for d in dirs]
+    if not dirs:
+        from workbook.errors import InputError
+
+        raise InputError("nothing to compare: give run directories or a sweep directory")
+    views = [load_view(d) for d in dirs]
+    comparison = Comparison(folder, views, labels, _window(views))
+    comparison.source = {"runs": [str(d) for d in dirs], "labels": labels,
+                         "sweep": str(folder) if sweep else None}
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / COMPARISON_FILE, json.dumps(comparison.source, indent=2) + "\n")
+    return comparison
+
+
+def load(folder: Path) -> Comparison:
+    """A comparison recorded in ``folder`` (its ``comparison.json``)."""
+    folder = Path(folder).resolve()
+    data = json.loads((folder / COMPARISON_FILE).read_text(encoding="utf-8"))
+    views = [load_view(Path(d)) for d in data["runs"]]
+    return Comparison(folder, views, list(data["labels"]), _window(views), data)
+
+
+def table(comparison: Any) -> Section:
+    """One row per run: clip ratios, window means, step time, verdict; differences to the first."""
+    c = _comparison(comparison)
+    lo, hi = c.window or (None, None)
+    window = f"steps {lo}-{hi}" if c.window else "every step after the first"
+    head = ("run", "clip ratio low / high", f"clip fraction ({window})", "Δ vs first",
+            f"reward ({window})", "Δ vs first", "mean step time (s)", "Δ vs first",
+            "replayed steps in window", "verdict", "report")
+    rows, first = [], None
+    for label, view in zip(c.labels, c.runs):
+        numbers = summary_numbers(view, c.window)
+        first = first or numbers
+        link = _relative_link(view.path / RUN_FILES["report"], c.folder)
+        verdict, _ = view.verdict
+        rows.append(
+            f'<tr data-run="{_e(view.run_id)}"><td>{_e(label)}</td>'
+            f"<td>{_e(_ratio(view.run.get('clip_ratio_low')))} / "
+            f"{_e(_ratio(view.run.get('clip_ratio_high')))}</td>"
+            f'<td class="num" data-clipfrac>{_fmt(numbers["clip"])}</td>'
+            f'<td class="num">{_delta(numbers["clip"], first["clip"])}</td>'
+            f'<td class="num">{_fmt(numbers["reward"])}</td>'
+            f'<td class="num">{_delta(numbers["reward"], first["reward"])}</td>'
+            f'<td class="num">{_fmt(numbers["step"])}</td>'
+            f'<td class="num">{_delta(numbers["step"], first["step"], relative=True)}</td>'
+            f'<td class="num">{numbers["replayed"]}</td>'
+            f'<td><span class="wb-verdict-{_e(verdict)}">{_e(verdict)}</span></td>'
+            f"<td>{link}</td></tr>")
+    body = ("<table class=\"wb-compare\"><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)
+            + f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    return Section("compare-table", f'<section data-section="compare-table"><h2>Runs</h2>{body}'
+                                    "</section>")
+
+
+def curves(comparison: Any) -> Section:
+    """Each metric of every run on one axis; replayed steps shaded."""
+    c = _comparison(comparison)
+    named = list(zip(c.labels, (v.metrics for v in c.runs)))
+    replayed = sorted(set.intersection(*(set(_replayed(v)) for v in c.runs))) if c.runs else []
+    figures = []
+    for metric, title in CURVES:
+        png = overlay(named, metric, f"{title} ({metric})", shade=replayed)
+        if png is not None:
+            data = b64encode(png).decode("ascii")
+            figures.append(f'<figure data-panel="compare:{_e(metric)}"><img alt="{_e(title)}" '
+                           f'src="data:image/png;base64,{data}"></figure>')
+    note = (f'<p class="wb-note">Shaded: steps {", ".join(map(str, replayed))} replayed the same '
+            "rollouts in every run.</p>") if replayed else ""
+    return Section("compare-curves", '<section data-section="plots"><h2>Curves</h2>'
+                                     f"{note}{''.join(figures)}</section>")
+
+
+def summary_numbers(view: RunView, window: tuple[int, int] | None) -> dict[str, Any]:
+    """Window means of clip fraction and reward, mean step time after step 1, replayed count."""
+    metrics = view.metrics
+    steps = metrics.step_numbers
+    chosen = [s for s in steps if window[0] <= s <= window[1]] if window else steps[1:] or steps
+
+    def mean(name: str) -> float | None:
+        series = metrics.series(name)
+        values = [series[s] for s in chosen if s in series and math.isfinite(series[s])]
+        return statistics.fmean(values) if values else None
+
+    return {"clip": mean("actor/pg_clipfrac"), "reward": mean("critic/score/mean"),
+            "step": mean("timing_s/step"),
+            "replayed": len(set(chosen) & set(_replayed(view)))}
+
+
+def finish(comparison: Any) -> Path:
+    """Render ``comparison.html`` and refresh the runs index; returns the page (printed too)."""
+    import sys
+
+    from workbook.report.index import write_index
+    from workbook.report.render import render_comparison
+    from workbook.runs import default_root
+
+    c = _comparison(comparison)
+    page = render_comparison(c.folder)
+    write_index(_runs_root(c) or default_root())
+    print(f"workbook: comparison {page}", file=sys.__stderr__, flush=True)
+    return page
+
+
+def _comparison(value: Any) -> Comparison:
+    return value if isinstance(value, Comparison) else load(Path(value))
+
+
+def _window(views: list[RunView]) -> tuple[int, int] | None:
+    """The checks window the runs share (their resolved params), else None."""
+    from workbook.checks.evidence import read_resolved_params
+
+    windows = set()
+    for view in views:
+        checks = read_resolved_params(view.path).get("checks") or {}
+        window = checks.get("window") if isinstance(checks, dict) else None
+        windows.add(tuple(window) if isinstance(window, list) and len(window) == 2 else None)
+    only = windows.pop() if len(windows) == 1 else None
+    return (int(only[0]), int(only[1])) if only else None
+
+
+def _replayed(view: RunView) -> list[int]:
+    return list((view.run.get("diagnosis") or {}).get("replayed_steps") or [])
+
+
+def _new_folder() -> Path:
+    from workbook.runs import default_root
+
+    return default_root() / "comparisons" / new_run_id()
+
+
+def _runs_root(c: Comparison) -> Path | None:
+    roots = {str(v.run.get("runs_root")) for v in c.runs if v.run.get("runs_root")}
+    return Path(roots.pop()) if len(roots) == 1 else None
+
+
+def _relative_link(target: Path, base: Path) -> str:
+    import os
+
+    if not target.is_file():
+        return "no report"
+    rel = Path(os.path.relpath(target, base)).as_posix()
+    return f'<a href="{_e(rel)}">report</a>'
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _ratio(value: Any) -> str:
+    return "-" if value is None else f"{float(value):g}"
+
+
+def _delta(value: float | None, first: float | None, relative: bool = False) -> str:
+    if value is None or first is None:
+        return "-"
+    if relative:
+        return f"{(value - first) / first * 100:+.1f}%" if first else "-"
+    return f"{value - first:+.4g}"
