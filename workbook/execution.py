@@ -69,6 +69,8 @@ def execute_run(params: Path, sets: list[str], rd: RunDir, *, launcher: str = "l
         except WorkbookError as exc:  # judged below from the run's own files
             print(f"workbook: the notebook stopped: {exc.message.splitlines()[0]}",
                   file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001 - a dead kernel: the run failed, finish it
+            print(f"workbook: the notebook died: {type(exc).__name__}: {exc}", file=sys.stderr)
     done = None
     if not rd.read_json("run").get("finished_at"):
         done = finish(rd.path, announce=False)

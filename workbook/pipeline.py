@@ -214,18 +214,23 @@ def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
     return outcome
 
 
-def record_outcome(run: Run, outcome: Outcome) -> dict[str, Any]:
-    """Write the outcome, the metrics reached and a diagnosis into run.json."""
+def record_outcome(run: Run | RunDir, outcome: Outcome) -> dict[str, Any]:
+    """Write the outcome, the metrics reached and a diagnosis into run.json (a run directory
+    that never got as far as its log or its resolved params is recorded too)."""
     from workbook.metrics.diagnosis import diagnose
     from workbook.metrics.loading import load_metrics
+    from workbook.metrics.model import RunMetrics
 
-    rd = run.run_dir
-    metrics = load_metrics(rd.path)
+    rd = run.run_dir if isinstance(run, Run) else run
+    expected = (run.scenario.total_training_steps if isinstance(run, Run)
+                else rd.read_json("run").get("expected_steps"))
+    logged = rd.file("log").exists() or rd.file("metrics").exists()
+    metrics = load_metrics(rd.path) if logged else RunMetrics()
     diagnosis = diagnose(
-        rd.file("log"),
+        rd.file("log") if rd.file("log").exists() else [],
         exit_code=outcome.exit_code,
         metrics=metrics,
-        expected_steps=run.scenario.total_training_steps,
+        expected_steps=expected,
         status=outcome.status,
     ).to_dict()
     fields = outcome.to_dict()
@@ -276,6 +281,8 @@ def finish(run: Run | str | Path, *, announce: bool = True) -> Finished:
     """
     import traceback
 
+    from workbook.checks.runner import judge_run_dir
+
     rd = run.run_dir if isinstance(run, Run) else RunDir(Path(run).resolve())
     done = Finished(rd.path, None)
 
@@ -289,7 +296,7 @@ def finish(run: Run | str | Path, *, announce: bool = True) -> Finished:
             return None
 
     step("record the outcome", lambda: _record_unfinished(rd))
-    step("judge", lambda: judge(adopt(rd.path)))
+    step("judge", lambda: judge_run_dir(rd.path))
     from workbook.report.index import write_index
     from workbook.report.render import render_report
 
@@ -320,5 +327,4 @@ def _record_unfinished(rd: RunDir) -> None:
         return
     end_run(info, rd.run_id)
     message = "the notebook stopped before the run finished"
-    record_outcome(adopt(rd.path), Outcome("failed", None, info.get("started_at", ""), "", 0.0,
-                                           message))
+    record_outcome(rd, Outcome("failed", None, info.get("started_at", ""), now_iso(), 0.0, message))

@@ -236,14 +236,14 @@ def _clear_leftovers(runs_root: Path) -> None:
     """End what earlier crashed workbook runs left running (found by their own run.json)."""
     from workbook.launch.leftovers import end_run, orphaned_runs
     from workbook.launch.outcome import Outcome
-    from workbook.pipeline import adopt, record_outcome
+    from workbook.pipeline import record_outcome
 
     for run_dir, info in orphaned_runs(runs_root):
         killed = end_run(info, run_dir.name)
         print(f"suite: cleared a run left running by a workbook process that died: {run_dir}"
               f" ({killed} process(es) needed SIGKILL)", flush=True)
         try:
-            record_outcome(adopt(run_dir), Outcome(
+            record_outcome(RunDir(run_dir), Outcome(
                 "failed", None, str(info.get("started_at") or ""), now_iso(), 0.0,
                 "orphaned: the workbook process driving it died; ended by a later suite"))
         except Exception:  # noqa: BLE001 - a half-written run dir must not stop the suite

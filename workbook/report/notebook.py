@@ -68,6 +68,22 @@ def execute(
     return out
 
 
+def execute_comparison(parameters: dict[str, Any], folder: Path) -> Path:
+    """Run ``notebooks/compare.ipynb`` into ``folder`` (``comparison.ipynb``); its last cell
+    renders ``comparison.html`` there. Returns the page."""
+    from workbook.project import notebook
+
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / "comparison.ipynb"
+    try:
+        papermill.execute_notebook(str(notebook("compare")), str(out), parameters=parameters,
+                                   progress_bar=False, log_output=False)
+    except PapermillExecutionError as exc:
+        raise RunFailed(f"{out}: cell {exc.exec_count} raised {exc.ename}: "
+                        f"{redact_text(str(exc.evalue))}") from None
+    return folder / "comparison.html"
+
+
 def declared_parameters(template: Path) -> dict[str, Any]:
     """The notebook's ``parameters`` cell as ``{name: default text}`` (papermill's view)."""
     found = papermill.inspect_notebook(str(template))
@@ -89,8 +105,11 @@ def redact_notebook(path: Path) -> Path:
             if "evalue" in output:
                 output["evalue"] = redact_text(output["evalue"])
             for mime, value in list(output.get("data", {}).items()):
-                if not mime.startswith("image/"):
-                    output["data"][mime] = redact_mapping(value)
+                if mime.startswith("image/"):
+                    continue
+                if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                    value = "".join(value)  # a multi-line text as stored: redact it whole
+                output["data"][mime] = redact_mapping(value)
     params = notebook.get("metadata", {}).get("papermill", {}).get("parameters")
     if params:
         notebook["metadata"]["papermill"]["parameters"] = redact_mapping(params)

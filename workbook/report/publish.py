@@ -2,8 +2,9 @@
 
 The run directories keep the raw ``run.log`` (nothing is lost); what leaves the machine is a
 copy in which every text file went through redaction: reports, ``run.json``, ``checks.json``,
-``params.resolved.yaml``, ``command.*`` and the log. Links in the index are relative, so the
-tree works from any web server path, an artifact store or a local folder.
+``params.resolved.yaml``, ``command.*``, the log and each suite night's ``suite.json``. Links in
+the index are relative, so the tree works from any web server path, an artifact store, a local
+folder opened offline, or GitHub Pages (a ``.nojekyll`` marker keeps Pages from rewriting it).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from workbook.errors import InputError
 from workbook.report.index import write_index
-from workbook.report.redaction import redact_text
+from workbook.report.redaction import LineRedactor
 from workbook.report.summary import find_runs
 from workbook.runs import RUN_FILES
 
@@ -41,6 +42,11 @@ def publish(runs_root: Path, dest: Path) -> Path:
             source = run / RUN_FILES[key]
             if source.is_file():
                 shutil.copyfile(source, target / source.name)
+    for record in runs_root.glob("suites/*/*/suite.json"):  # the suite nights' own tables
+        target = dest / record.relative_to(runs_root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        redacted_copy(record, target)
+    (dest / ".nojekyll").write_text("")  # GitHub Pages: serve the tree as it is
     return write_index(dest)
 
 
@@ -51,7 +57,7 @@ def redacted_copy(source: Path, target: Path) -> Path:
         source.open(encoding="utf-8", errors="replace", newline="") as src,
         tmp.open("w", encoding="utf-8", newline="") as out,
     ):
-        for line in src:
-            out.write(redact_text(line))
+        redactor = LineRedactor()  # a private key's lines are dropped up to its END line
+        out.writelines(map(redactor.line, src))
     tmp.replace(target)
     return target

@@ -1,108 +1,327 @@
-"""Secrets never reach a report: redact credentials by name and by content.
+"""Secrets never reach a report: redact credentials by name and by shape.
 
 Everything the workbook derives or renders (notebook outputs, ``params.resolved.yaml``,
 ``run.json``, the HTML, the index, the published tree) passes through here. Two rules:
 
-- by **name**: a value whose key looks like a credential (``*TOKEN*``, ``*KEY*``, ``*SECRET*``,
-  ``*PASSWORD*``, ``*PASSWD*``, ``*CREDENTIAL*``, ``*AUTH*``) is replaced whole;
-- by **content**: anything that looks like a credential wherever it appears (``hf_…``/``sk-…``
-  tokens, ``Authorization:`` headers, ``user:password@`` in URLs, ``NAME=value`` and
-  ``name: value`` assignments with a credential-looking name).
+- by **name**: the value of a setting whose name holds a credential (:func:`is_secret_name`):
+  ``NAME=v``, ``name: v``, ``"name": "v"``, ``?name=v``, ``--name v``, ``--name=v``;
+- by **shape**: anything that looks like a credential wherever it appears: provider tokens
+  (detect-secrets' own patterns, plus the few it lacks), JWTs, ``Bearer …``, ``user:pw@`` in
+  URLs and whole ``-----BEGIN … PRIVATE KEY-----`` blocks.
 
-The raw ``run.log`` is never rewritten (nothing is lost); ``publish`` ships a redacted copy.
+Names are read as words so that the exact command survives: ``ppo_max_token_len_per_gpu`` is a
+length, ``HF_TOKEN`` a token. Logs can be gigabytes, so a line holding none of the trigger
+substrings comes back after those ``in`` tests alone, and every pattern starts with a literal.
+The raw ``run.log`` is never rewritten; ``publish`` ships a copy made by :class:`LineRedactor`.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
 REDACTED = "[REDACTED]"
 
-# Names of settings that hold credentials. "KEY" is matched as a word part so that
-# ``monkey`` or ``keyboard`` do not trip it, but API_KEY, hf-key, apiKey and KEY do.
-_SECRET_NAME = re.compile(
-    r"(?i)token|secret|passw(or)?d|credential|auth|apikey|(^|[^a-z])key($|[^a-z])|(?-i:[a-z]Key$)"
-)
-# Names that contain a secret word but hold no secret (metric and config names people need).
-_HARMLESS_NAME = re.compile(
-    r"(?i)^(max_\w*tokens?|\w*_tokens|tokens_\w*|tokeni[sz]\w*|\w*_auth_mode|auth_mode|"
-    r"(prompt|response|reward_fn|image|video|answer|data|label|sort|cache|full|primary|foreign|parent|"
-    r"metric|dict|group|batch|row|column|input|output)_key|key_?(padding|name|s)\w*)$"
-)
+# ---- names ------------------------------------------------------------------------------
 
-_TOKEN_PATTERNS = (
-    re.compile(r"\bhf_[A-Za-z0-9]{8,}"),  # Hugging Face tokens
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),  # OpenAI-style keys
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{16,}"),  # GitHub tokens
-    re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{8,}"),  # Slack tokens
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),  # AWS access key ids
-    re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,}"),  # JWTs
-)
-_AUTH_HEADER = re.compile(
-    r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)((?:bearer|basic|token)\s+)?[^\s'\"<>,;]+"
-)
-_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s:@'\"<>]+):([^/\s@'\"<>]+)@")
-# NAME=value, NAME: value, "name": "value", name='value': the name decides.
-_ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)[\"']?\s*(?:=|:)\s*"
-    r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<value>[^\s\"'<>,;&}\]]+))"
-)
-# --hf-token VALUE (a command-line flag and its separate value)
-_FLAG = re.compile(
-    r"(?P<name>--[A-Za-z][A-Za-z0-9_\-]*)\s+[\"']?(?P<value>[^\s\"'<>,;&-][^\s\"'<>,;&]*)"
-)
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_ANYWHERE = frozenset(
+    {"secret", "secrets", "password", "passwords", "passwd", "passphrase", "credential",
+     "credentials"}
+)  # fmt: skip
+_LAST = frozenset({"token", "auth", "authorization", "pass", "apikey", "accesskey", "privatekey"})
+# "*_key" holds a key after these words; a lower-case ``prompt_key`` names a data field.
+_KEY_KINDS = frozenset(
+    {"api", "access", "secret", "private", "client", "auth", "service", "account", "signing",
+     "encryption", "master", "ssh", "deploy", "license", "subscription"}
+)  # fmt: skip
+# "*_token" after these words is a vocabulary entry or a count, not a credential.
+_VOCABULARY = frozenset(
+    {"pad", "eos", "bos", "unk", "sep", "cls", "mask", "special", "image", "video", "audio",
+     "vision", "start", "end", "think", "call", "observation", "max", "min", "num", "total",
+     "all", "global", "valid", "next"}
+)  # fmt: skip
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
-    """Whether a setting called ``name`` holds a credential (and so its value must go)."""
-    leaf = re.split(r"[./]", str(name).lstrip("-+"))[-1]
-    if not leaf or _HARMLESS_NAME.search(leaf):
+    """Whether a setting called ``name`` holds a credential (and so its value must go).
+
+    Only the last dotted or slashed segment counts, read as words (split on ``_``, ``-`` and
+    camelCase): "secret", "password", "passwd", "credential(s)" count anywhere; "token", "auth",
+    "pass", "pwd" and "api/access/private… key" only as the last word, and not in a slashed
+    metric path (``rollout_corr/chi2_token``).
+
+    Example:
+        >>> is_secret_name("HF_TOKEN"), is_secret_name("actor.ppo_max_token_len_per_gpu")
+        (True, False)
+    """
+    name = str(name).lstrip("-+~")
+    leaf = re.split(r"[./]", name)[-1]
+    words = [w.lower() for w in _WORDS.findall(leaf)]
+    while words and words[-1].isdigit():
+        words.pop()
+    if not words or _ANYWHERE.intersection(words):
+        return bool(words)
+    if "/" in name:  # verl logs metrics as section/name; no credential is logged that way
         return False
-    return bool(_SECRET_NAME.search(leaf))
+    last, before = words[-1], words[-2] if len(words) > 1 else ""
+    if last in ("key", "keys"):  # an upper-case *_KEY is an environment variable: a key
+        return before in _KEY_KINDS or leaf.isupper()
+    if last == "token":
+        return before not in _VOCABULARY
+    if last == "pwd":  # PWD alone is the working directory
+        return bool(before)
+    return last in _LAST
 
 
+# ---- patterns ---------------------------------------------------------------------------
+
+_QUOTE = r"(?:[\"'`]|&quot;|&#x27;|&#39;)"  # raw or HTML-escaped
+_VALUE = rf"(?:(?P<q>{_QUOTE})(?P<quoted>[^\n]*?)(?:(?P=q)|$)|(?P<bare>[^\s\"'`<>,;&}}\]\\]+))"
+# From a secret word on: the rest of the name, then "=v" / ": v" (any name), " v" / "', 'v'"
+# (a --flag), or the line's end after "--flag," / "--flag \" (its value on the next line).
+_AFTER_WORD = re.compile(
+    rf"(?P<rest>[\w.\-/]*)(?:(?P<eol>{_QUOTE}?[ \t]*[,\\]\s*\Z)|(?:{_QUOTE}?[ \t]*[:=](?!=)[ \t]*"
+    rf"|(?P<sep>{_QUOTE}[ \t]*,[ \t]*(?={_QUOTE})|[ \t]+(?![-\\]))){_VALUE})"
+)
+_NAME_START = re.compile(r"[\w.\-/]*")  # matched on the reversed text before a word
+_VALUE_AT_START = re.compile(rf"[ \t]*(?![-\\]){_VALUE}")
+_AUTH_HEADER = re.compile(
+    rf"(?i)authorization{_QUOTE}?[ \t]*[:=][ \t]*{_QUOTE}?"
+    r"(?:(?:bearer|basic|token|digest|negotiate|ntlm)[ \t]+)?(?P<v>[^\s\"'`<>,;&]+)"
+)
+_BEARER = re.compile(r"(?i)bearer[ \t]+(?P<v>(?=[\w\-.~+/]*[\d.\-_~+/])[\w\-.~+/]{8,}=*)")
+_URL_USERINFO = re.compile(r"://[^/\s:@'\"<>]*:(?P<v>[^/\s@'\"<>]+)@")
+_VALUE_RULES = (("authorization", _AUTH_HEADER), ("bearer", _BEARER), ("://", _URL_USERINFO))
+_KEY_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+_KEY_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+_KEY_MAX_LINES = 400  # longer than any key: a stray BEGIN must not swallow the rest of a log
 # Inline images are left alone: base64 can spell ``Key...==`` by chance, and no secret hides there.
 _DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
 
+# Shapes detect-secrets 1.5.0 lacks (or knows only in an older form).
+_HF = r"hf_(?<![A-Za-z0-9]hf_)(?=[a-z]*[A-Z0-9])[A-Za-z0-9]{16,}"
+_GITHUB_PAT = r"github_pat_[A-Za-z0-9_]{22,}"  # fine-grained; the plugin knows the classic ones
+_OPENAI = r"sk-(?<![A-Za-z0-9]sk-)(?=[\w\-]*[A-Z0-9])[A-Za-z0-9_\-]{16,}"  # sk-proj-…, sk-ant-…
+_GOOGLE_OAUTH = r"ya29\.[0-9A-Za-z_\-]{20,}"
+_GOOGLE_API = r"AIza[0-9A-Za-z_\-]{35}"
+
+
+@functools.cache
+def _shapes() -> tuple[tuple[str, int, re.Pattern[str]], ...]:
+    """``(gate, offset, pattern)``: ``pattern`` is tried ``offset`` characters before each
+    ``gate`` in a line (lower-cased unless ``gate`` has capitals). Every gate is in _triggered."""
+    from detect_secrets.plugins.aws import AWSKeyDetector
+    from detect_secrets.plugins.github_token import GitHubTokenDetector
+    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+    from detect_secrets.plugins.openai import OpenAIDetector
+    from detect_secrets.plugins.slack import SlackDetector
+
+    gitlab = GitLabTokenDetector.denylist
+    slack, webhook = SlackDetector.denylist
+    return (
+        ("hf_", 0, _token(_HF)),
+        ("gh", 0, _token(*GitHubTokenDetector.denylist)),
+        ("github_pat_", 0, _token(_GITHUB_PAT)),
+        ("gl", 0, _token(*(p for p in gitlab if p.pattern.lstrip("(").startswith("gl")))),
+        ("gr1348941", 0, _token(*(p for p in gitlab if p.pattern.startswith("GR1348941")))),
+        ("sk-", 0, _token(*OpenAIDetector.denylist, _OPENAI)),
+        ("xox", 0, _token(slack)),
+        ("hooks.slack.com", len("https://"), _token(webhook)),
+        ("ya29.", 0, _token(_GOOGLE_OAUTH)),
+        ("A", 0, _token(AWSKeyDetector.denylist[0], _GOOGLE_API)),  # the secret key: by name
+        ("J", len("ey"), _token(*JwtTokenDetector.denylist)),
+    )
+
+
+def _token(*patterns: re.Pattern[str] | str) -> re.Pattern[str]:
+    """One pattern for ``patterns`` whose match runs on to the token's end (fixed-length
+    patterns stop short of it, a JWT's lazy pattern before its signature)."""
+    sources = [
+        p if isinstance(p, str) else f"(?i:{p.pattern})" if p.flags & re.IGNORECASE else p.pattern
+        for p in patterns
+    ]
+    return re.compile(f"(?:{'|'.join(sources)})[A-Za-z0-9_\\-]*")
+
+
+_NAME_WORDS = ("token", "key", "pass", "auth", "secret", "pwd", "credential")
+
+
+def _triggered(text: str, low: str) -> bool:
+    """The fast path: whether ``text`` (``low`` lower-cased) may hold a secret for any rule.
+
+    One gate per rule: the name words, "bearer", "@" (URL userinfo) and each gate of
+    :func:`_shapes` (a private key's BEGIN line says "key"). Spelled out rather than looped,
+    one-character tests (``memchr``) first: this runs on every line of every published log.
+    """
+    return (
+        "A" in text or "J" in text or "@" in low or "token" in low or "key" in low or "pass" in low
+        or "auth" in low or "secret" in low or "pwd" in low or "credential" in low
+        or "bearer" in low or "hf_" in low or "gh" in low or "github_pat_" in low or "gl" in low
+        or "gr1348941" in low or "sk-" in low or "xox" in low or "hooks.slack.com" in low
+        or "ya29." in low
+    )  # fmt: skip
+
+
+def _lower(text: str) -> str:
+    """``text`` lower-cased, offsets kept (a few characters' lower case is longer)."""
+    low = text.lower()
+    if len(low) == len(text):
+        return low
+    return "".join(c if len(c.lower()) > 1 else c.lower() for c in text)
+
+
+# ---- redaction --------------------------------------------------------------------------
+
+
+class LineRedactor:
+    """Redacts a stream line by line, remembering what spans lines.
+
+    A private key's BEGIN line opens a block dropped up to its END line (the BEGIN line's text
+    before it stays, then one ``[REDACTED]``); a secret ``--flag`` ending a line (``"--token",``
+    in a JSON argv, ``--token \\`` in a shell command) redacts the next line's first value.
+
+    Example:
+        >>> r = LineRedactor()
+        >>> [r.line(s) for s in ("key:\\n", "-----BEGIN EC PRIVATE KEY-----\\n", "MHc\\n",
+        ...                      "-----END EC PRIVATE KEY-----\\n")]
+        ['key:\\n', '[REDACTED]', '', '\\n']
+    """
+
+    def __init__(self) -> None:
+        self._key_lines = 0  # lines seen inside an open private-key block; 0: none open
+        self._value_next = False  # the last line ended with a secret --flag
+
+    def line(self, text: str) -> str:
+        """``text`` (one line, its end included) redacted."""
+        if self._key_lines:
+            return self._inside_key(text)
+        low = text.lower()
+        if not (self._value_next or _triggered(text, low)):
+            return text
+        return self._redact(text, low if len(low) == len(text) else _lower(text))
+
+    def _redact(self, text: str, low: str) -> str:
+        if self._value_next:
+            self._value_next = False
+            first = _VALUE_AT_START.match(text)
+            if first and not _harmless(first):
+                text = _replace(text, [_value_span(first)])
+                low = _lower(text)
+        begin = _KEY_BEGIN.search(text) if "-----begin" in low else None
+        if begin:
+            head, _ = _redact_line(text[: begin.start()])
+            self._key_lines = 1
+            return head + REDACTED + self._inside_key(text[begin.end() :])
+        text, self._value_next = _redact_line(text, low)
+        return text
+
+    def _inside_key(self, text: str) -> str:
+        end = _KEY_END.search(text)
+        if end:
+            self._key_lines = 0
+            return self.line(text[end.end() :])
+        self._key_lines += 1
+        if self._key_lines > _KEY_MAX_LINES:
+            self._key_lines = 0
+            return self.line(text)
+        return ""
+
 
 def redact_text(text: str) -> str:
-    """``text`` with every credential-looking value replaced by ``[REDACTED]``."""
-    if not text:
+    """``text`` with every credential-looking value (a private key: its whole block) replaced."""
+    if not text or not _triggered(text, text.lower()):
         return text
-    if "base64," in text:
-        parts, last = [], 0
-        for match in _DATA_URI.finditer(text):
-            parts += [_redact_plain(text[last : match.start()]), match.group(0)]
-            last = match.end()
-        return "".join(parts) + _redact_plain(text[last:])
-    return _redact_plain(text)
+    redactor = LineRedactor()
+    return "".join(map(redactor.line, text.splitlines(keepends=True)))
 
 
-def _redact_plain(text: str) -> str:
-    for pattern in _TOKEN_PATTERNS:
-        text = pattern.sub(REDACTED, text)
-    text = _AUTH_HEADER.sub(lambda m: m.group(1) + (m.group(2) or "") + REDACTED, text)
-    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{m.group(2)}:{REDACTED}@", text)
-    text = _FLAG.sub(_redact_named, text)
-    return _ASSIGNMENT.sub(_redact_named, text)
+def _redact_line(text: str, low: str | None = None) -> tuple[str, bool]:
+    """``text`` redacted, and whether it ends with a secret flag whose value is on the next line."""
+    low = _lower(text) if low is None else low
+    if "base64," not in low:
+        return _redact_plain(text, low)
+    parts, last = [], 0
+    for match in _DATA_URI.finditer(text):
+        parts += [_redact_plain(text[last : match.start()])[0], match.group(0)]
+        last = match.end()
+    tail, value_next = _redact_plain(text[last:])
+    return "".join(parts) + tail, value_next
 
 
-def _redact_named(match: re.Match[str]) -> str:
-    group = next(
-        g for g in ("value", "dq", "sq") if g in match.re.groupindex and match.group(g) is not None
-    )
-    name, value = match.group("name"), match.group(group)
-    if (
-        REDACTED[:-1] in value
-        or not value
-        or not is_secret_name(name)
-        or name.lower().endswith("authorization")
-    ):  # headers: handled by _AUTH_HEADER
-        return match.group(0)
-    start, end = match.start(group) - match.start(0), match.end(group) - match.start(0)
-    whole = match.group(0)
-    return whole[:start] + REDACTED + whole[end:]
+def _redact_plain(text: str, low: str | None = None) -> tuple[str, bool]:
+    low = _lower(text) if low is None else low
+    spans = _shape_spans(text, low)
+    for gate, pattern in _VALUE_RULES:
+        if gate in low:
+            spans += [found.span("v") for found in pattern.finditer(text)]
+    names, value_next = _name_spans(text, low)
+    return _replace(text, spans + names), value_next
+
+
+def _shape_spans(text: str, low: str) -> list[tuple[int, int]]:
+    spans = []
+    for gate, offset, pattern in _shapes():
+        hay = text if gate[0].isupper() else low
+        at = hay.find(gate)
+        while at >= 0:
+            found = pattern.match(text, at - offset) if at >= offset else None
+            if found:
+                spans.append(found.span())
+            at = hay.find(gate, found.end() if found else at + 1)
+    return spans
+
+
+def _name_spans(text: str, low: str) -> tuple[list[tuple[int, int]], bool]:
+    """Values after secret names, and whether the line ends with a secret flag (value next)."""
+    spans, value_next = [], False
+    for word in _NAME_WORDS:
+        at = low.find(word)
+        while at >= 0:
+            found = _AFTER_WORD.match(text, at)
+            at = low.find(word, at + len(word))
+            if not found:
+                continue
+            name = text[_name_start(text, found.start()) : found.end("rest")]
+            flag_form = found["sep"] is not None or found["eol"] is not None
+            if (flag_form and not name.startswith("-")) or not is_secret_name(name):
+                continue
+            if name.lower().endswith("authorization"):  # a header: _AUTH_HEADER keeps its scheme
+                continue
+            if found["eol"] is not None:
+                value_next = True
+            elif not _harmless(found):
+                spans.append(_value_span(found))
+    return spans, value_next
+
+
+def _name_start(text: str, at: int) -> int:
+    """Where the name holding ``text[at]`` begins (letters, digits, ``_ . - /``)."""
+    head = _NAME_START.match(text[max(0, at - 200) : at][::-1])
+    return at - (head.end() if head else 0)
+
+
+def _replace(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span (overlapping ones merged) replaced by ``[REDACTED]``."""
+    parts, last = [], 0
+    for begin, end in sorted(spans):
+        if begin >= last:
+            parts += [text[last:begin], REDACTED]
+        last = max(last, end)
+    return "".join(parts) + text[last:] if parts else text
+
+
+def _value_span(match: re.Match[str]) -> tuple[int, int]:
+    return match.span("quoted" if match["q"] else "bare")
+
+
+def _harmless(match: re.Match[str]) -> bool:
+    """An empty, already redacted, boolean or null value: it tells nothing, and stays."""
+    value = match["quoted"] if match["q"] else match["bare"]
+    return not value or REDACTED[:-1] in value or value.lower() in ("none", "null", "true", "false")
 
 
 def redact_mapping(obj: Any) -> Any:
@@ -114,7 +333,7 @@ def redact_mapping(obj: Any) -> Any:
     if isinstance(obj, dict):
         out: dict[Any, Any] = {}
         for key, value in obj.items():
-            if isinstance(key, str) and is_secret_name(key) and value not in (None, "", [], {}):
+            if isinstance(key, str) and is_secret_name(key) and not _tells_nothing(value):
                 out[key] = REDACTED if not isinstance(value, (dict, list)) else _blank(value)
             else:
                 out[key] = redact_mapping(value)
@@ -124,6 +343,10 @@ def redact_mapping(obj: Any) -> Any:
     if isinstance(obj, str):
         return redact_text(obj)
     return obj
+
+
+def _tells_nothing(value: Any) -> bool:
+    return value is None or isinstance(value, bool) or value in ("", [], {})
 
 
 def _blank(value: Any) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 from workbook.errors import MetricsError
 from workbook.metrics.model import RunMetrics
 from workbook.plots.panels import Band
-from workbook.report.redaction import redact_mapping, redact_text
+from workbook.report.redaction import LineRedactor, redact_mapping, redact_text
 from workbook.runs import RUN_FILES
 
 VERDICTS = ("passed", "regressed", "failed", "stopped")
@@ -104,10 +104,11 @@ class RunView:
         except OSError:
             return []
         text = _ANSI.sub("", data).replace("\r\n", "\n")
-        tail = [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
+        redactor = LineRedactor()  # over the whole window: a key block may start before the tail
+        tail = [redactor.line(line.rsplit("\r", 1)[-1]) for line in text.split("\n")]
         while tail and not tail[-1].strip():
             tail.pop()
-        return [redact_text(line) for line in tail[-lines:]]
+        return tail[-lines:]
 
 
 def load_view(run_dir: Path | str, *, quick: bool = False) -> RunView:
