@@ -1,6 +1,6 @@
 # Two commands set up a fresh clone (see README):
 #   make report   run the default scenario end to end with real verl on CPU, write its HTML report
-#   make test     run the test suite
+#   make test     lint, type-check and run the test suite
 # Both create .venv and install what they need the first time.
 
 PYTHON ?= python3
@@ -31,7 +31,10 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# Lint and type-check the package, then every test (the real-run ones run the smoke suite).
 test: $(STAMP) browser
+	$(BIN)/python -m ruff check workbook
+	$(BIN)/python -m mypy -p workbook
 	$(BIN)/python -m pytest
 
 clean:

@@ -91,6 +91,12 @@ class SuiteRun:
                       run_dir)
 
 
+@pytest.fixture(autouse=True)
+def own_runs_root(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A test that runs or indexes anything in-process never writes into the project's runs/."""
+    monkeypatch.setenv("WORKBOOK_RUNS", str(tmp_path_factory.mktemp("runs")))
+
+
 @pytest.fixture(scope="session")
 def session_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """Assets and runs of this session live in its own temp dirs, never in the user's cache."""

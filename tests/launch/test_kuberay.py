@@ -12,6 +12,8 @@ import os
 import shlex
 import shutil
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -36,7 +38,7 @@ def validate(manifest: dict) -> None:
 
 @pytest.fixture(scope="module")
 def npu_plan_and_manifest() -> tuple:
-    scenario = load_scenario(NPU_SCENARIO, check_files=False)
+    scenario = load_scenario(NPU_SCENARIO, check_files=False, variables={"HOME": "${HOME}"})
     plan = build_plan(scenario, Path("/tmp/verl-workbook/runs/x/run"), on_existing_cluster=True)
     manifest = kuberay.rayjob_manifest(
         plan,
@@ -89,7 +91,11 @@ def test_npu_manifest_runs_the_exact_command_with_the_plan_env(
     spec = manifest["spec"]
     assert shlex.split(spec["entrypoint"]) == plan.argv
     assert "skip.rollout_tq.steps=[1]" in shlex.split(spec["entrypoint"])
-    assert load_yaml_text(spec["runtimeEnvYAML"]) == {"env_vars": plan.env}
+    env = load_yaml_text(spec["runtimeEnvYAML"])["env_vars"]
+    logger = "VERL_FILE_LOGGER_PATH"
+    assert {k: v for k, v in env.items() if k != logger} == {
+        k: v for k, v in plan.env.items() if k != logger
+    }
     assert spec["activeDeadlineSeconds"] == 3600
     assert spec["shutdownAfterJobFinishes"] is True and spec["ttlSecondsAfterFinished"] == 600
     assert spec["submissionMode"] == "K8sJobMode"
@@ -225,3 +231,273 @@ def test_apply_without_a_reachable_cluster_says_so_with_exit_3(
             kuberay.apply({"metadata": {"name": "x", "namespace": "default"}})
     assert err.value.exit_code == 3
     assert os.environ["KUBECONFIG"] == str(tmp_path / "kubeconfig")
+
+
+# ---------------------------------------------------------------- paths inside the pods
+
+POD_HOME = "/home/pod-user"
+
+
+def _pod_manifest(capsys: pytest.CaptureFixture[str], *sets: str) -> dict:
+    parser = argparse.ArgumentParser()
+    rayjob_cli.register(parser.add_subparsers())
+    args = parser.parse_args(["rayjob", str(NPU_SCENARIO), *[f"--set={s}" for s in sets]])
+    assert args.handler(args) == 0
+    return load_yaml_text(capsys.readouterr().out)
+
+
+def test_manifest_paths_are_the_pods_home_not_the_submitting_machines(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    submitter_home = tmp_path / "submitter-home"
+    monkeypatch.setenv("HOME", str(submitter_home))
+    monkeypatch.delenv("WORKBOOK_ASSETS", raising=False)
+    manifest = _pod_manifest(capsys, "env.HF_HOME=${HOME}/.cache/huggingface")
+    assert str(submitter_home) not in kuberay.manifest_yaml(manifest)
+    spec = manifest["spec"]
+    assert 'actor_rollout_ref.model.path="${HOME}"/.cache/models/Qwen/Qwen3-0.6B' in (
+        spec["entrypoint"].split()
+    )
+    assert 'skip.rollout_tq.dump_dir="${HOME}"/data/rollout_dump_sync' in spec["entrypoint"]
+    env = load_yaml_text(spec["runtimeEnvYAML"])["env_vars"]
+    assert env["HF_HOME"] == "${HOME}/.cache/huggingface"
+
+
+def test_file_logger_writes_straight_into_the_pods_tmp(capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = _pod_manifest(capsys)
+    path = load_yaml_text(manifest["spec"]["runtimeEnvYAML"])["env_vars"]["VERL_FILE_LOGGER_PATH"]
+    # verl opens the file without creating its folder, in whichever pod runs the trainer
+    assert path == f"/tmp/{manifest['metadata']['name']}.metrics.jsonl"
+    assert str(Path(path).parent) == "/tmp"
+
+
+def test_ray_expands_home_in_runtime_env_values_where_the_process_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    utils = pytest.importorskip("ray._private.utils")
+    monkeypatch.setenv("HOME", POD_HOME)
+    monkeypatch.setenv("HF_HOME", "unset")  # restored after the test
+    utils.update_envs({"HF_HOME": "${HOME}/.cache/huggingface"})
+    assert os.environ["HF_HOME"] == f"{POD_HOME}/.cache/huggingface"
+
+
+def _words_verl_gets(command: str, home: str) -> list[str]:
+    """What ``python3`` receives when a POSIX shell with ``HOME=home`` runs ``command``."""
+    stub = "python3() { printf '%s\\n' \"$@\"; }; "
+    done = subprocess.run(["sh", "-c", stub + command], capture_output=True, text=True,
+                          env={"HOME": home, "PATH": os.environ["PATH"]}, check=True)
+    return done.stdout.splitlines()
+
+
+def _through_k8s_job_submitter(entrypoint: str, home: str) -> str:
+    """The head's command after KubeRay's submitter: ``bash -c '... ray job submit -- E ;'``,
+    whose CLI joins the words it got with ``subprocess.list2cmdline``."""
+    ray = ('ray() { "$PY" -c \'import subprocess, sys; a = sys.argv[1:]; '
+           'print(subprocess.list2cmdline(a[a.index("--") + 1:]))\' "$@"; }; ')
+    script = ray + f"ray job submit --address http://head:8265 --no-wait -- {entrypoint} ;"
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True,
+                          env={"HOME": home, "PATH": os.environ["PATH"], "PY": sys.executable})
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize("mode", ["HTTPMode", "K8sJobMode"])
+def test_verl_gets_the_exact_words_with_the_pods_home(mode: str) -> None:
+    scenario = load_scenario(NPU_SCENARIO, check_files=False, variables={"HOME": "${HOME}"})
+    plan = rayjob_cli.pod_plan(scenario, "20260101T000000Z-abcdef")
+    command = kuberay.entrypoint(plan.argv)
+    if mode == "K8sJobMode":
+        command = _through_k8s_job_submitter(command, POD_HOME)
+    expected = [a.replace("${HOME}", POD_HOME) for a in plan.argv[1:]]
+    assert _words_verl_gets(command, POD_HOME) == expected
+    assert f"actor_rollout_ref.model.path={POD_HOME}/.cache/models/Qwen/Qwen3-0.6B" in expected
+
+
+@pytest.mark.parametrize(
+    ("arg", "quoted"),
+    [
+        ("a=b", "a=b"),
+        ("${HOME}", '"${HOME}"'),
+        ("x=${HOME}/a b", "x=\"${HOME}\"'/a b'"),
+        ("x=${HOME}:${HOME}/y", 'x="${HOME}":"${HOME}"/y'),
+        ("", "''"),
+    ],
+)
+def test_shell_word_quotes_everything_but_home(arg: str, quoted: str) -> None:
+    assert kuberay.shell_word(arg) == quoted
+    assert _words_verl_gets(f"python3 {quoted}", POD_HOME) == [arg.replace("${HOME}", POD_HOME)]
+
+
+def test_tilde_paths_become_the_pods_home_too(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    text = NPU_SCENARIO.read_text().replace("${HOME}/.cache", "~/.cache")
+    scenario.write_text(text.replace("defaults: [base/", f"defaults: [{NPU_SCENARIO.parent}/base/"))
+    loaded = load_scenario(scenario, check_files=False, variables={"HOME": "${HOME}"})
+    assert loaded.model_path == "${HOME}/.cache/models/Qwen/Qwen3-0.6B"
+    assert load_scenario(scenario, check_files=False).model_path == str(
+        Path.home() / ".cache/models/Qwen/Qwen3-0.6B"
+    )
+
+
+# ---------------------------------------------------------------- --apply, with a fake kubectl
+
+VERL_LOG = ROOT / "tests" / "data" / "verl_logs" / "02_ppo-2node-ansi-resume-from-ckpt.log"
+FAKE_KUBECTL = '''#!{python}
+"""kubectl as far as `workbook rayjob --apply` uses it: one RayJob, Running once, then final."""
+import json, os, sys
+
+state = os.environ["FAKE_KUBE_DIR"]
+args = sys.argv[1:]
+with open(os.path.join(state, "calls.jsonl"), "a") as calls:
+    calls.write(json.dumps(args) + "\\n")
+words = [a for a in args if not a.startswith("--request-timeout")]
+
+
+def fail(message):
+    sys.stderr.write(message + "\\n")
+    sys.exit(1)
+
+
+def log():
+    if not os.environ.get("FAKE_KUBE_LOG"):
+        fail("Error from server (NotFound): pods not found")
+    with open(os.environ["FAKE_KUBE_LOG"], encoding="utf-8") as source:
+        sys.stdout.write(source.read())
+
+
+if words[:2] == ["get", "crd"]:
+    if os.environ.get("FAKE_KUBE_CRD") == "missing":
+        fail('Error from server (NotFound): customresourcedefinitions "rayjobs.ray.io" not found')
+    print("customresourcedefinition.apiextensions.k8s.io/rayjobs.ray.io")
+elif words[:1] == ["apply"]:
+    manifest = json.load(sys.stdin)
+    with open(os.path.join(state, "applied.json"), "w") as out:
+        json.dump(manifest, out)
+    print("rayjob.ray.io/%s created" % manifest["metadata"]["name"])
+elif words[:2] == ["get", "rayjob"]:
+    polls = os.path.join(state, "polls")
+    first = not os.path.exists(polls)
+    open(polls, "a").close()
+    job = os.environ["FAKE_KUBE_JOB"]
+    status = {{"jobId": "raysubmit-1", "rayClusterName": "c1"}}
+    if first:
+        status.update(jobStatus="RUNNING", jobDeploymentStatus="Running")
+    elif job == "SUCCEEDED":
+        status.update(jobStatus=job, jobDeploymentStatus="Complete")
+    else:
+        status.update(jobStatus=job, jobDeploymentStatus="Failed", reason="AppFailed",
+                      message="Job entrypoint command failed with exit code 1")
+    print(json.dumps({{"status": status}}))
+elif words[:2] == ["get", "pods"]:
+    print(json.dumps({{"items": [{{"metadata": {{"name": "c1-head-x"}}}}]}}))
+elif words[:1] == ["exec"]:
+    if os.environ.get("FAKE_KUBE_EXEC") != "ok":
+        fail('Error from server (Forbidden): pods "c1-head-x" is forbidden: pods/exec')
+    log()
+elif words[:1] == ["logs"]:
+    log()
+else:
+    fail("fake kubectl: unexpected " + " ".join(args))
+'''
+
+
+@pytest.fixture()
+def fake_kubectl(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A ``kubectl`` first on PATH; its state (calls, the applied manifest) in the result."""
+    bin_dir, state = tmp_path / "bin", tmp_path / "kube"
+    bin_dir.mkdir()
+    state.mkdir()
+    script = bin_dir / "kubectl"
+    script.write_text(FAKE_KUBECTL.format(python=sys.executable))
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_KUBE_DIR", str(state))
+    monkeypatch.setattr(kuberay, "POLL_S", 0.0)
+    return state
+
+
+def _nan_log(tmp_path: Path) -> Path:
+    text = VERL_LOG.read_text(encoding="utf-8")
+    assert "actor/pg_loss:0.037" in text  # step 104
+    path = tmp_path / "nan.log"
+    path.write_text(text.replace("actor/pg_loss:0.037", "actor/pg_loss:nan"), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("job", "log", "exec_ok", "exit_code", "verdict"),
+    [
+        ("SUCCEEDED", "verl", True, 0, "passed"),
+        ("SUCCEEDED", "verl", False, 0, "passed"),  # no pods/exec: the submitter Job's log
+        ("SUCCEEDED", "nan", True, 1, "regressed"),
+        ("FAILED", "verl", True, 3, "failed"),
+        ("SUCCEEDED", None, False, 3, "failed"),  # no log at all
+    ],
+    ids=["passed-head-log", "passed-submitter-log", "regressed", "job-failed", "no-log"],
+)
+def test_apply_exits_with_the_verdict_of_the_fetched_log(
+    fake_kubectl: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    job: str,
+    log: str | None,
+    exec_ok: bool,
+    exit_code: int,
+    verdict: str,
+) -> None:
+    from workbook.cli import main
+    from workbook.runs import RunDir
+
+    source = {"verl": VERL_LOG, "nan": _nan_log(tmp_path), None: None}[log]
+    monkeypatch.setenv("FAKE_KUBE_JOB", job)
+    monkeypatch.setenv("FAKE_KUBE_LOG", str(source or ""))
+    monkeypatch.setenv("FAKE_KUBE_EXEC", "ok" if exec_ok else "forbidden")
+    runs = tmp_path / "runs"
+
+    code = main(["rayjob", str(NPU_SCENARIO), "--apply", "--runs", str(runs)])
+
+    out = capsys.readouterr().out.strip().splitlines()
+    run_dir = Path(out[-1])
+    assert code == exit_code
+    assert run_dir.parent.parent == runs.resolve() and run_dir.is_dir()
+    rd = RunDir(run_dir)
+    assert rd.read_json("checks")["verdict"]["status"] == verdict
+    assert rd.file("report").is_file()
+    run_log = rd.file("log").read_text(encoding="utf-8")
+    if source:
+        assert run_log == source.read_text(encoding="utf-8")
+    else:
+        assert run_log.startswith("workbook: no log of RayJob default/")
+    applied = json.loads((fake_kubectl / "applied.json").read_text())
+    name = applied["metadata"]["name"]
+    assert name.endswith(run_dir.name[-6:])
+    command = rd.read_json("command_json")  # what the pods ran
+    assert command["env"]["VERL_FILE_LOGGER_PATH"] == f"/tmp/{name}.metrics.jsonl"
+    assert '"${HOME}"' in applied["spec"]["entrypoint"]
+    validate(applied)
+    calls = [json.loads(line) for line in (fake_kubectl / "calls.jsonl").read_text().splitlines()]
+    fetched = [c[0] for c in calls if c[0] in ("exec", "logs")]
+    assert fetched == (["exec"] if exec_ok else ["exec", "logs"])
+    info = rd.read_json("run")
+    assert info["launcher"] == "kuberay" and info["status"] == (
+        "succeeded" if job == "SUCCEEDED" and source else "failed"
+    )
+
+
+def test_apply_without_kuberay_leaves_a_failed_run_with_its_reason(
+    fake_kubectl: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    from workbook.cli import main
+    from workbook.runs import RunDir
+
+    monkeypatch.setenv("FAKE_KUBE_CRD", "missing")
+    code = main(["rayjob", str(NPU_SCENARIO), "--apply", "--runs", str(tmp_path / "runs")])
+    rd = RunDir(Path(capsys.readouterr().out.strip().splitlines()[-1]))
+    assert code == 3
+    assert "no usable Kubernetes cluster with KubeRay" in rd.read_json("run")["message"]
+    assert "rayjobs.ray.io" in rd.file("log").read_text(encoding="utf-8")
+    assert rd.read_json("checks")["verdict"]["status"] == "failed"
+    assert not (fake_kubectl / "applied.json").exists()

@@ -1,25 +1,37 @@
-"""``workbook rayjob PARAMS``: write (or ``--apply``) the KubeRay RayJob of a scenario."""
+"""``workbook rayjob PARAMS``: write (or ``--apply``) the KubeRay RayJob of a scenario.
+
+``--apply`` follows the job to its end, fetches its log into a new run directory
+(``<runs>/<scenario>/<run id>``, the run id the RayJob's name ends with) and finishes it like
+``workbook run`` does: checks, report, index. The exit code is the verdict's: 0 passed,
+1 regressed, 3 failed (the job failed, or no log could be fetched).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from workbook.command import build_plan
-from workbook.errors import EXIT_RUN_FAILED
+from workbook.command import as_json, build_plan
+from workbook.errors import EXIT_RUN_FAILED, LaunchError
 from workbook.launch import kuberay
-from workbook.params import load_scenario
-from workbook.runs import new_run_id
+from workbook.launch.outcome import Outcome, Plan
+from workbook.params import Scenario, assets_dir, load_scenario
+from workbook.project import find_scenario
+from workbook.runs import RunDir, default_root, new_run_id, now_iso, write_atomic
 
-# Where the run writes inside the pods (the file logger's JSONL stays there; the metrics come
-# from the job log).
+# Where the run writes inside the pods (verl creates the rollout dump folders there itself).
 POD_RUNS = Path("/tmp/verl-workbook/runs")
 
 EPILOG = """examples:
   workbook rayjob params/ppo-qwen3-0.6b-2n4npu-fsdp-vllm-rayjob.yaml > rayjob.yaml
   workbook rayjob params/ppo-qwen3-0.6b-2n4npu-fsdp-vllm-rayjob.yaml -s kuberay.image=my/verl:npu --apply
-"""
+
+exit codes with --apply: 0 passed, 1 regressed, 3 the job failed or its log could not be fetched
+(the run directory is printed last, with its report)"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "rayjob",
         help="write a KubeRay RayJob manifest for a scenario (or submit it with --apply)",
         description="Print the ray.io/v1 RayJob that runs the scenario's exact command on a "
-        "KubeRay-created cluster sized from the scenario (nodes, devices per node, kuberay: section).",
+        "KubeRay-created cluster sized from the scenario (nodes, devices per node, kuberay: "
+        "section). Paths under $HOME are the pods' home.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -45,25 +58,62 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--name", default=None, help="RayJob name (default: scenario name + run id suffix)"
     )
     parser.add_argument(
-        "--apply", action="store_true", help="submit with kubectl and follow it to a final state"
+        "--apply",
+        action="store_true",
+        help="submit with kubectl, follow it, judge its log and exit with the verdict",
     )
     parser.add_argument(
         "--no-follow", action="store_true", help="with --apply: return once submitted"
+    )
+    parser.add_argument(
+        "--runs", type=Path, default=None, help="runs root (default $WORKBOOK_RUNS or ./runs)"
     )
     parser.set_defaults(handler=run_rayjob)
 
 
 def run_rayjob(args: argparse.Namespace) -> int:
-    scenario = load_scenario(args.params, args.sets, check_files=False)
+    params = find_scenario(args.params)
+    scenario = load_scenario(params, args.sets, check_files=False, variables=pod_variables())
     run_id = new_run_id()
-    plan = build_plan(
-        scenario,
-        POD_RUNS / scenario.name / run_id,
-        on_existing_cluster=True,
-        plugin_path=str(POD_RUNS / "pythonpath") if scenario.profile == "cpu" else None,
+    plan = pod_plan(scenario, run_id)
+    manifest = manifest_for(scenario, plan, args.name or default_name(scenario.name, run_id))
+    if not args.apply:
+        sys.stdout.write(kuberay.manifest_yaml(manifest))
+        return 0
+    if args.no_follow:
+        kuberay.apply(manifest, follow=False, on_status=_show(manifest))
+        return 0
+    root = args.runs or default_root()
+    rd = prepare_run_dir(scenario, params, args.sets, plan, manifest, root, run_id)
+    args.run_dir = rd.path  # from here on a surprise is a failed run (exit 3)
+    print(f"run directory: {rd.path}", flush=True)
+    return conclude(scenario, params, args.sets, plan, rd, follow(manifest, rd))
+
+
+def pod_variables() -> dict[str, str]:
+    """Scenario path variables as the pods see them: ``HOME`` stays ``${HOME}``, and the
+    tiny assets keep their place under the home folder."""
+    home, assets = Path.home().resolve(), assets_dir()
+    try:
+        inside = f"{kuberay.POD_HOME}/{assets.resolve().relative_to(home).as_posix()}"
+    except ValueError:
+        inside = str(assets)
+    return {"HOME": kuberay.POD_HOME, "WORKBOOK_ASSETS": inside}
+
+
+def pod_plan(scenario: Scenario, run_id: str) -> Plan:
+    plugin = str(POD_RUNS / "pythonpath") if scenario.profile == "cpu" else None
+    return build_plan(
+        scenario, POD_RUNS / scenario.name / run_id, on_existing_cluster=True, plugin_path=plugin
     )
-    name = args.name or f"{kuberay.k8s_name(scenario.name)[:55]}-{run_id[-6:]}"
-    manifest = kuberay.rayjob_manifest(
+
+
+def default_name(scenario_name: str, run_id: str) -> str:
+    return f"{kuberay.k8s_name(scenario_name)[:55]}-{run_id[-6:]}"
+
+
+def manifest_for(scenario: Scenario, plan: Plan, name: str) -> dict[str, Any]:
+    return kuberay.rayjob_manifest(
         plan,
         name=name,
         nodes=scenario.nodes,
@@ -72,18 +122,101 @@ def run_rayjob(args: argparse.Namespace) -> int:
         settings=scenario.kuberay.model_dump(),
         timeout_s=scenario.timeout_s,
     )
-    if not args.apply:
-        sys.stdout.write(kuberay.manifest_yaml(manifest))
-        return 0
 
-    def show(status: dict) -> None:
+
+def prepare_run_dir(
+    scenario: Scenario,
+    params: Path,
+    sets: list[str],
+    plan: Plan,
+    manifest: dict[str, Any],
+    runs_root: Path,
+    run_id: str,
+) -> RunDir:
+    """The run directory of the job, before it is submitted (what ``workbook run`` writes)."""
+    from workbook.launch.leftovers import owner_record
+    from workbook.report.redaction import redact_mapping, redact_text
+    from workbook.serialization import dump_yaml, load_yaml_text
+
+    root = Path(runs_root).resolve()
+    rd = RunDir.create(root, scenario.name, run_id)
+    write_atomic(rd.file("params"), dump_yaml(redact_mapping(scenario.model_dump(mode="json"))))
+    pod_env = load_yaml_text(manifest["spec"]["runtimeEnvYAML"])["env_vars"]  # as the pods get it
+    write_atomic(rd.file("command_json"), redact_text(as_json(Plan(plan.argv, pod_env))))
+    write_atomic(
+        rd.file("command_sh"),
+        "#!/bin/sh\n# the RayJob's entrypoint: it runs in the pods, ${HOME} is theirs\n"
+        + redact_text(manifest["spec"]["entrypoint"])
+        + "\n",
+    )
+    write_atomic(rd.path / "rayjob.yaml", redact_text(kuberay.manifest_yaml(manifest)))
+    rd.update_run(**redact_mapping({
+        "run_id": run_id, "scenario": scenario.name, "scenario_file": str(params),
+        "status": "prepared", "launcher": "kuberay", "profile": scenario.profile,
+        "nodes": scenario.nodes, "devices_per_node": scenario.devices_per_node,
+        "expected_steps": scenario.total_training_steps, "overrides": list(sets),
+        "runs_root": str(root), "notebook": "ppo_multinode" if scenario.nodes > 1 else "gspo",
+        "notebook_parameters": {"scenario": str(params), "overrides": list(sets), "settings": {}},
+        "rayjob": {"name": manifest["metadata"]["name"],
+                   "namespace": manifest["metadata"]["namespace"]},
+        **owner_record(),
+    }))  # fmt: skip
+    return rd
+
+
+def follow(manifest: dict[str, Any], rd: RunDir) -> Outcome:
+    """Submit, wait for the end, and put the job's log into run.log; how the job ended.
+
+    Without a log, run.log holds one line saying why (the report's log tail shows it).
+    """
+    name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
+    started, t0 = now_iso(), time.monotonic()
+    rd.update_run(status="running", started_at=started)
+    word, code, message = "failed", None, ""
+    details: dict[str, Any] = {}
+    try:
+        status = kuberay.apply(manifest, on_status=_show(manifest))
+        word, code, message = kuberay.job_outcome(status)
+        details["rayjob"] = status
+        text, details["log_source"] = kuberay.job_log(
+            name, namespace, status, mode=manifest["spec"]["submissionMode"]
+        )
+    except LaunchError as exc:
+        word, code = "failed", None
+        message = f"{message}; {exc.message}" if message else f"did not run: {exc.message}"
+        text = f"workbook: {exc.message}\n"
+    rd.file("log").write_text(text, encoding="utf-8")
+    return Outcome(word, code, started, now_iso(), round(time.monotonic() - t0, 1), message,
+                   details)
+
+
+def conclude(scenario: Scenario, params: Path, sets: list[str], plan: Plan, rd: RunDir,
+             outcome: Outcome) -> int:
+    """Record the outcome, judge, report; print the verdict and the run directory last."""
+    from workbook.execution import VERDICT_EXIT
+    from workbook.pipeline import Run, finish as finish_run, record_outcome
+
+    record_outcome(Run(scenario, params, rd, plan, list(sets)), outcome)
+    done = finish_run(rd.path, announce=False)
+    for error in done.errors:
+        print(f"workbook: {error} (traceback in {rd.path / 'workbook-error.log'})",
+              file=sys.stderr)
+    verdict = rd.read_json("checks").get("verdict") or {}
+    status = str(verdict.get("status") or "failed")
+    print(f"verdict: {status}: {verdict.get('reason') or 'the run was not judged'}")
+    print(f"report: {done.report or 'not written'}")
+    print(rd.path)
+    code = VERDICT_EXIT.get(status, EXIT_RUN_FAILED)
+    return max(code, EXIT_RUN_FAILED) if done.errors or not outcome.ok else code
+
+
+def _show(manifest: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    def show(status: dict[str, Any]) -> None:
         print(
             f"rayjob/{manifest['metadata']['name']}: job {status.get('jobStatus') or '-'}, "
-            f"deployment {status.get('jobDeploymentStatus') or '-'} {status.get('message') or ''}".rstrip(),
+            f"deployment {status.get('jobDeploymentStatus') or '-'} "
+            f"{status.get('message') or ''}".rstrip(),
             file=sys.stderr,
         )
 
-    status = kuberay.apply(manifest, follow=not args.no_follow, on_status=show)
-    if args.no_follow:
-        return 0
-    return 0 if status.get("jobStatus") == "SUCCEEDED" else EXIT_RUN_FAILED
+    return show

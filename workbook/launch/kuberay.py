@@ -17,6 +17,15 @@ cluster down after the job. ``settings`` is the scenario's ``kuberay:`` section;
 
 Devices are requested as ``huawei.com/ascend-1980`` (npu) or ``nvidia.com/gpu`` (cuda) and
 declared to Ray as the ``NPU`` custom resource / GPUs, which is what verl counts.
+
+The command runs in the pods, so its paths are the pods': the scenario is loaded with ``HOME``
+mapped to ``${HOME}``, and :func:`entrypoint` quotes every word but lets the first shell that
+reads it expand ``${HOME}`` (K8sJobMode and SidecarMode paste the entrypoint into the
+submitter's ``bash -c``, which runs the head's image; HTTPMode hands it to the head's
+``/bin/sh``). Runtime-env values may say ``${HOME}`` too: Ray expands ``${VAR}`` in ``env_vars``
+in every process it starts (K8sJobMode's submitter shell already has). verl opens the file
+logger's JSONL without creating its folder, in whichever pod runs the trainer, so that file goes
+straight into /tmp; the verdict comes from the job's log (:func:`job_log`).
 """
 
 from __future__ import annotations
@@ -27,7 +36,8 @@ import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import PurePosixPath
 from typing import Any
 
 from workbook.errors import InputError, LaunchError
@@ -53,6 +63,13 @@ FINAL_DEPLOYMENT = frozenset({"Complete", "Failed", "ValidationFailed"})
 FINAL_JOB = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
 # Env the job must not carry into the cluster: secrets and this machine's addresses.
 PRIVATE_ENV = frozenset({"RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS"})
+POD_HOME = "${HOME}"  # expanded in the pods, never here
+POD_TMP = PurePosixPath("/tmp")  # a folder every pod has
+FILE_LOGGER = "VERL_FILE_LOGGER_PATH"
+HEAD_CONTAINER = "ray-head"
+DASHBOARD = "http://127.0.0.1:8265"  # the head's own dashboard, seen from inside the head pod
+POLL_S = 5.0
+LOG_TIMEOUT_S = 300.0
 
 
 def default_image() -> str:
@@ -63,6 +80,23 @@ def default_image() -> str:
         return f"rayproject/ray:{version('ray')}"
     except PackageNotFoundError:
         return "rayproject/ray:latest"
+
+
+def shell_word(arg: str) -> str:
+    """``arg`` quoted for a POSIX shell, except ``${HOME}``, which that shell expands.
+
+    Example:
+        >>> print(shell_word("model.path=${HOME}/Qwen 3"))
+        model.path="${HOME}"'/Qwen 3'
+    """
+    if POD_HOME not in arg:
+        return shlex.quote(arg)
+    return f'"{POD_HOME}"'.join(shlex.quote(part) if part else "" for part in arg.split(POD_HOME))
+
+
+def entrypoint(argv: Sequence[str]) -> str:
+    """The job's shell command: ``argv`` word for word, ``${HOME}`` the pod's."""
+    return " ".join(shell_word(arg) for arg in argv)
 
 
 def k8s_name(text: str) -> str:
@@ -155,8 +189,10 @@ def rayjob_manifest(
     else:  # cpu: logical GPUs only Ray sees (see the cpu profile)
         worker_params["num-gpus"] = str(devices_per_node)
     env = {k: str(v) for k, v in plan.env.items() if k not in PRIVATE_ENV}
+    if FILE_LOGGER in env:  # a file straight in /tmp: verl does not create its folder
+        env[FILE_LOGGER] = str(POD_TMP / f"{k8s_name(name)}.metrics.jsonl")
     spec: dict[str, Any] = {
-        "entrypoint": shlex.join(plan.argv),
+        "entrypoint": entrypoint(plan.argv),
         "runtimeEnvYAML": dump_yaml({"env_vars": env}),
         "submissionMode": cfg["submission_mode"],
         "shutdownAfterJobFinishes": bool(cfg["shutdown_after_job_finishes"]),
@@ -267,14 +303,15 @@ def apply(
     manifest: Mapping[str, Any],
     *,
     follow: bool = True,
-    poll_s: float = 5.0,
+    poll_s: float | None = None,
     on_status: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Submit the RayJob with kubectl and (``follow``) wait for a final state; return the status.
 
     The status carries ``jobStatus`` (Ray's: SUCCEEDED, FAILED, STOPPED ...) and
-    ``jobDeploymentStatus`` (KubeRay's: Initializing, Running, Complete, Failed ...); the
-    caller maps SUCCEEDED to exit 0. ``on_status`` sees each change.
+    ``jobDeploymentStatus`` (KubeRay's: Initializing, Running, Complete, Failed ...), plus
+    ``jobId`` and ``rayClusterName`` (what :func:`job_log` needs); :func:`job_outcome` reads it.
+    ``on_status`` sees each change.
     """
     name = manifest["metadata"]["name"]
     namespace = manifest["metadata"].get("namespace", "default")
@@ -291,4 +328,61 @@ def apply(
         last = status
         if not follow or is_final(status):
             return status
-        time.sleep(poll_s)
+        time.sleep(POLL_S if poll_s is None else poll_s)
+
+
+def job_outcome(status: Mapping[str, Any]) -> tuple[str, int | None, str]:
+    """``(status, exit code, message)`` of a final RayJob status, in the launchers' words.
+
+    The entrypoint's exit code is known when Ray says the job succeeded (0) or names it in its
+    message ("Job entrypoint command failed with exit code 1").
+    """
+    job, deployment = status.get("jobStatus"), status.get("jobDeploymentStatus")
+    said = str(status.get("message") or "").strip()
+    if job == "SUCCEEDED":
+        return "succeeded", 0, said or "the Ray job succeeded"
+    if job == "STOPPED":
+        return "stopped", None, said or "the Ray job was stopped"
+    if status.get("reason") == "DeadlineExceeded":
+        return "timeout", None, said or "the RayJob ran past activeDeadlineSeconds"
+    code = re.search(r"exit code (-?\d+)", said)
+    return "failed", int(code.group(1)) if code else None, said or (
+        f"RayJob {deployment or 'unknown'}, Ray job {job or 'not started'}")
+
+
+def job_log(name: str, namespace: str, status: Mapping[str, Any], *, mode: str) -> tuple[str, str]:
+    """The job's log and where it came from; LaunchError when no source gives one.
+
+    First the driver log the head keeps (``ray job logs`` in the head pod: the whole log, while
+    the cluster is up), then, in K8sJobMode, the submitter Job's log (the same lines as its
+    ``ray job logs --follow`` saw; that stream can end early when its connection drops).
+    """
+    tried: list[str] = []
+    cluster, job_id = status.get("rayClusterName"), status.get("jobId")
+    if cluster and job_id:
+        try:
+            head = _head_pod(str(cluster), namespace)
+            command = ["ray", "job", "logs", "--address", DASHBOARD, str(job_id)]
+            text = _kubectl(["exec", "-n", namespace, head, "-c", HEAD_CONTAINER, "--", *command],
+                            timeout_s=LOG_TIMEOUT_S)
+            return text, f"ray job logs {job_id} in pod {head}"
+        except LaunchError as exc:
+            tried.append(exc.message)
+    else:
+        tried.append("the RayJob's status names no Ray cluster or job id")
+    if mode == "K8sJobMode":
+        try:
+            return _kubectl(["logs", f"job/{name}", "-n", namespace], timeout_s=LOG_TIMEOUT_S), (
+                f"kubectl logs job/{name}")
+        except LaunchError as exc:
+            tried.append(exc.message)
+    raise LaunchError(f"no log of RayJob {namespace}/{name} could be fetched: {'; '.join(tried)}")
+
+
+def _head_pod(cluster: str, namespace: str) -> str:
+    selector = f"ray.io/cluster={cluster},ray.io/node-type=head"
+    pods = json.loads(_kubectl(["get", "pods", "-n", namespace, "-l", selector, "-o", "json"]))
+    names = [item["metadata"]["name"] for item in pods.get("items") or []]
+    if not names:
+        raise LaunchError(f"no head pod of Ray cluster {cluster} (it was torn down)")
+    return str(names[0])

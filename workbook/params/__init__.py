@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from workbook.errors import ParamsError
 from workbook.params.loader import assets_dir, resolve
@@ -49,10 +49,15 @@ def load_scenario(
     *,
     check_files: bool = True,
     check_verl: bool = False,
+    variables: Mapping[str, str] | None = None,
 ) -> Scenario:
-    """Resolve and validate; raise :class:`ParamsError` listing every problem found."""
+    """Resolve and validate; raise :class:`ParamsError` listing every problem found.
+
+    ``variables`` override the path variables (``HOME``, ``WORKBOOK_ASSETS``) for a scenario
+    whose paths belong to another machine (see ``workbook.params.loader.resolve``).
+    """
     path = Path(path)
-    data, problems = resolve(path, sets)
+    data, problems = resolve(path, sets, variables)
     scenario, schema_problems = parse_scenario(data)
     problems += schema_problems
     if scenario is None:  # still check what can be checked: drop the fields that failed

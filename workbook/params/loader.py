@@ -37,7 +37,9 @@ def expand(text: str, variables: Mapping[str, str]) -> str:
         return variables.get(name, m.group(0))
 
     text = _VAR.sub(sub, text)
-    if text.startswith("~"):
+    if (text == "~" or text.startswith("~/")) and "HOME" in variables:
+        text = str(Path(variables["HOME"] + text[1:]))  # ~ is the HOME the caller chose
+    elif text.startswith("~"):
         text = str(Path(text).expanduser())
     return text
 
@@ -118,14 +120,21 @@ def expand_paths(data: dict[str, Any], variables: Mapping[str, str]) -> dict[str
     return out
 
 
-def resolve(path: Path, sets: Iterable[str] = ()) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """The merged, path-expanded scenario mapping and the problems met on the way."""
+def resolve(
+    path: Path, sets: Iterable[str] = (), variables: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The merged, path-expanded scenario mapping and the problems met on the way.
+
+    ``variables`` replace some of :func:`path_variables` in the scenario's paths (a RayJob maps
+    ``HOME`` to ``${HOME}``: the paths are the pods', not this machine's). ``rollouts.replay``
+    is always this machine's: the workbook copies it before launch.
+    """
     data: dict[str, Any] = {}
     for layer in read_layers(path):
         data = merge(data, layer)
     data.setdefault("name", Path(path).stem)
     data, problems = apply_sets(data, sets)
-    data = expand_paths(data, path_variables())
+    data = expand_paths(data, {**path_variables(), **(variables or {})})
     rollouts = data.get("rollouts")
     if isinstance(rollouts, dict) and isinstance(rollouts.get("replay"), str):
         replay = Path(expand(rollouts["replay"], path_variables()))
