@@ -72,9 +72,8 @@ def judge_evidence(evidence: Evidence, spec: CheckSpec) -> Verdict:
 
 
 def _scenario(path: Path) -> tuple[dict[str, Any], Path]:
-    from workbook.params.loader import resolve  # params builds on checks, not the reverse
+    """The scenario as a run records it (every default filled in, as in params.resolved.yaml)."""
+    from workbook.params import load_scenario  # params builds on checks, not the reverse
 
-    data, problems = resolve(path)
-    if problems:
-        raise ParamsError(problems, str(path))
-    return data, Path(path).resolve().parent
+    scenario = load_scenario(path, check_files=False)
+    return scenario.model_dump(mode="json"), Path(path).resolve().parent
