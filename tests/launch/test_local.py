@@ -85,3 +85,32 @@ def test_stop_request_ends_the_run_as_stopped(run_dir: RunDir) -> None:
     assert time.monotonic() - t0 < 60
     assert survivors(ray_temp_dir(run_dir.run_id)) == []
     assert run_dir.read_json("run")["status"] == "running"  # the launcher records the start only
+
+
+FLAKY_RAY = """
+import os, sys
+if not os.path.exists("attempted"):
+    open("attempted", "w").close()
+    print("Exception: The current node timed out during startup. This could happen because ...")
+    sys.exit(1)
+print("step:1 - actor/pg_loss:0.1")
+"""
+
+
+def test_a_run_whose_own_ray_never_came_up_is_started_again_once(run_dir: RunDir) -> None:
+    out = LocalLauncher().run(py(FLAKY_RAY), run_dir)
+
+    assert out.status == "succeeded" and out.exit_code == 0
+    assert [a["ray_startup_timeout"] for a in out.details["attempts"]] == [True, False]
+    log = run_dir.file("log").read_text()
+    assert "starting the run again" in log and log.rstrip().endswith("step:1 - actor/pg_loss:0.1")
+
+
+def test_a_start_up_timeout_after_a_step_or_twice_is_not_retried(run_dir: RunDir) -> None:
+    always = "print('Exception: The current node timed out during startup.'); raise SystemExit(1)"
+    out = LocalLauncher().run(py(always), run_dir)
+    assert out.status == "failed" and len(out.details["attempts"]) == 2
+
+    late = "print('step:1 - a:1'); print('The current node timed out during startup'); exit(1)"
+    out = LocalLauncher().run(py(late), RunDir.create(run_dir.path.parent, "late"))
+    assert out.status == "failed" and len(out.details["attempts"]) == 1

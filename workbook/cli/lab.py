@@ -55,6 +55,8 @@ def run_command(args: argparse.Namespace) -> int:
     extra = [a for a in args.jupyter_args if a != "--"]
     argv = [sys.executable, "-m", "jupyter", "lab", str(notebook),
             f"--ServerApp.root_dir={folder}", *extra]
+    if os.geteuid() == 0 and "--allow-root" not in extra:
+        argv.append("--allow-root")  # containers and CI machines run as root; JupyterLab refuses
     print(f"JupyterLab on {notebook} (working copy of notebooks/{notebook.name})", flush=True)
     os.execv(sys.executable, argv)
     return 0  # not reached: jupyter lab replaces this process

@@ -53,10 +53,29 @@ class _Pump(threading.Thread):
                         self.on_line = None
 
 
+RAY_STARTUP_TIMEOUT = "The current node timed out during startup"
+
+
+class _StartupWatch:
+    """Passes lines on, noting Ray's start-up timeout and whether any step was logged."""
+
+    def __init__(self, sink: LineSink | None) -> None:
+        self.sink, self.startup_timeout, self.steps = sink, False, False
+
+    def line(self, text: str) -> None:
+        if RAY_STARTUP_TIMEOUT in text:
+            self.startup_timeout = True
+        elif "step:" in text:
+            self.steps = True
+        if self.sink is not None:
+            self.sink(text)
+
+
 class LocalLauncher:
     """Runs a plan on this machine."""
 
     poll_s = 0.2
+    startup_retries = 1
 
     def run(
         self,
@@ -66,7 +85,36 @@ class LocalLauncher:
         on_line: LineSink | None = None,
         timeout_s: float | None = None,
     ) -> Outcome:
+        """Run the plan; a run whose own Ray never came up is started again, once.
+
+        Ray waits a fixed 30 s for its raylet to register when ``ray.init`` starts a local
+        instance; a busy machine can miss that before verl does anything. Such an attempt (the
+        start-up timeout in its output, no step logged) is infrastructure, not the run: it is
+        recorded in ``run.json`` and the plan starts again; every other failure stands.
+        """
         started, t0 = now_iso(), time.monotonic()
+        attempts: list[dict[str, object]] = []
+        while True:
+            watch = _StartupWatch(on_line)
+            outcome = self._attempt(plan, run_dir, watch, timeout_s, t0)
+            attempts.append({"status": outcome.status, "exit_code": outcome.exit_code,
+                             "ray_startup_timeout": watch.startup_timeout})
+            retry = (outcome.status == "failed" and watch.startup_timeout and not watch.steps
+                     and len(attempts) <= self.startup_retries)
+            if not retry:
+                break
+            run_dir.update_run(launch_attempts=attempts)
+            with open(run_dir.file("log"), "a", encoding="utf-8") as log:
+                log.write(f"workbook: Ray did not start ({RAY_STARTUP_TIMEOUT}); starting the "
+                          "run again\n")
+        outcome.started_at = started
+        outcome.wall_time_s = round(time.monotonic() - t0, 2)
+        outcome.details["attempts"] = attempts
+        return outcome
+
+    def _attempt(self, plan: Plan, run_dir: RunDir, watch: "_StartupWatch",
+                 timeout_s: float | None, t0: float) -> Outcome:
+        started = now_iso()
         log_path = run_dir.file("log")
         proc = subprocess.Popen(
             plan.argv,
@@ -80,7 +128,7 @@ class LocalLauncher:
         run_dir.update_run(status="running", pid=proc.pid, started_at=started, launcher="local",
                            **owner_record())
         assert proc.stdout is not None
-        pump = _Pump(proc.stdout, log_path, on_line)
+        pump = _Pump(proc.stdout, log_path, watch.line)
         pump.start()
         status, message = "", ""
         try:
