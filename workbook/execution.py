@@ -15,11 +15,11 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Iterator
 
 from workbook.errors import EXIT_RUN_FAILED, WorkbookError
 from workbook.launch.outcome import request_stop
@@ -50,18 +50,19 @@ def notebook_for(launcher: str) -> Path:
     return project_notebook("ppo_multinode" if launcher == "ray" else "gspo")
 
 
-def execute_run(params: Path, sets: list[str], rd: RunDir, *, launcher: str = "local",
-                notebook: Path | None = None, echo: bool = True,
+def execute_run(params: Path, sets: list[str], rd: RunDir, *, runs_root: Path,
+                launcher: str = "local", notebook: Path | None = None, echo: bool = True,
                 on_stop: str = "stop") -> RunResult:
-    """Run ``params`` (with ``sets``) into the prepared directory ``rd``; never raises for the
-    run's own failure. ``on_stop`` ``"stop"`` turns SIGINT/SIGTERM into a stop request."""
+    """Run ``params`` (with ``sets``) into the directory ``rd``; never raises for the run's own
+    failure. ``runs_root`` is the root whose index the run joins (a suite's or sweep's run
+    directory sits deeper). ``on_stop`` ``"stop"`` turns SIGINT/SIGTERM into a stop request."""
     from workbook.pipeline import DRIVEN, finish
     from workbook.report.notebook import execute
 
     t0 = time.monotonic()
     notebook = notebook or notebook_for(launcher)
     parameters = {"scenario": str(params), "overrides": list(sets), "run_dir": str(rd.path),
-                  "run_root": str(rd.path.parents[1])}
+                  "run_root": str(runs_root)}
     os.environ[DRIVEN] = "1"  # the kernel inherits it: this process prints the progress
     with _stop_on_signals(rd, enabled=on_stop == "stop"), _tail(rd, enabled=echo):
         try:

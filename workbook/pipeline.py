@@ -11,13 +11,13 @@ directory.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from workbook import provenance
 from workbook.command import as_json, as_shell, build_plan
@@ -146,18 +146,6 @@ def pin_rollouts(s: Scenario, rd: RunDir) -> None:
     target = rd.path / ROLLOUTS_DIR
     if not target.exists():
         shutil.copytree(s.rollouts.replay, target)
-
-
-def adopt(run_dir: str | Path) -> Run:
-    """A Run for an existing run directory (its scenario re-resolved from params.resolved.yaml)."""
-    from workbook.params.schema import Scenario as _Scenario
-    from workbook.serialization import load_yaml
-
-    rd = RunDir(Path(run_dir).resolve())
-    s = _Scenario.model_validate(load_yaml(rd.file("params")))
-    info = rd.read_json("run")
-    plan = Plan(**json.loads(rd.file("command_json").read_text()))
-    return Run(s, Path(info.get("scenario_file", "")), rd, plan, list(info.get("overrides", [])))
 
 
 def launcher_for(run: Run, address: str | None = None) -> Any:

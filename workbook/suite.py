@@ -23,11 +23,12 @@ import hashlib
 import json
 import os
 import shlex
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from workbook.errors import EXIT_RUN_FAILED, InputError, ParamsError
 from workbook.report.redaction import redact_text
@@ -169,7 +170,7 @@ def run_suite(path: Path, *, runs_root: Path, directory: Path | None = None,
             clusters.prepare(scenario)
             _clear_leftovers(runs_root)
             record = _run_entry(entry, record, scenario.name, scenario.launcher, directory,
-                                timeout_s, echo)
+                                runs_root, timeout_s, echo)
             _save(directory, name, path, records)
             if record.status == "stopped":
                 interrupted = True
@@ -182,7 +183,8 @@ def run_suite(path: Path, *, runs_root: Path, directory: Path | None = None,
 
 
 def _run_entry(entry: Entry, record: EntryRecord, scenario: str, launcher: str,
-               directory: Path, timeout_s: float | None, echo: bool) -> EntryRecord:
+               directory: Path, runs_root: Path, timeout_s: float | None,
+               echo: bool) -> EntryRecord:
     from workbook.execution import execute_run
 
     sets = list(entry.sets) + ([f"timeout_s={timeout_s:g}"] if timeout_s else [])
@@ -190,7 +192,8 @@ def _run_entry(entry: Entry, record: EntryRecord, scenario: str, launcher: str,
     record.status, record.run_dir = "running", str(rd.path)
     record.runs.append(str(rd.path))
     print(f"suite: entry {entry.index}: {record.line} -> {rd.path}", flush=True)
-    result = execute_run(entry.params, sets, rd, launcher=launcher, echo=echo)
+    result = execute_run(entry.params, sets, rd, runs_root=runs_root, launcher=launcher,
+                         echo=echo)
     record.status, record.exit_code = result.verdict, result.exit_code
     record.reason, record.duration_s = result.reason, result.duration_s
     record.report = str(result.report) if result.report else None

@@ -24,10 +24,11 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from workbook.errors import EXIT_RUN_FAILED, InputError, ParamsError
 from workbook.runs import RunDir, now_iso, write_atomic
@@ -135,7 +136,8 @@ def plan_sweep(params: Path, grid_items: list[str], sets: list[str], *, replay_r
     return sweep
 
 
-def run_sweep(sweep: Sweep, *, parallel: int = 1, rerun: bool = False, echo: bool = False) -> Sweep:
+def run_sweep(sweep: Sweep, *, runs_root: Path, parallel: int = 1, rerun: bool = False,
+              echo: bool = False) -> Sweep:
     """Run the points not finished yet (see the module docstring), then the comparison page."""
     from workbook.params import load_scenario
 
@@ -148,10 +150,10 @@ def run_sweep(sweep: Sweep, *, parallel: int = 1, rerun: bool = False, echo: boo
     with _sweep_cluster(sweep, base, parallel if shared else 0) as address:
         extra = [] if address is None else ["launcher=ray", f"ray.address={address}"]
         if replay and todo and todo[0] is sweep.points[0]:
-            _run_points(sweep, todo[:1], replay(first=True) + extra, 1, echo)
+            _run_points(sweep, todo[:1], replay(first=True) + extra, 1, runs_root, echo)
             todo = todo[1:]
         _run_points(sweep, todo, (replay(first=False) if replay else []) + extra,
-                    parallel if shared else 1, echo)
+                    parallel if shared else 1, runs_root, echo)
     _compare(sweep)
     return sweep
 
@@ -173,7 +175,7 @@ def _replay_sets(sweep: Sweep, base: Any) -> Any:
 
 
 def _run_points(sweep: Sweep, points: list[Point], extra: list[str], parallel: int,
-                echo: bool) -> None:
+                runs_root: Path, echo: bool) -> None:
     """Run ``points`` as ``workbook run`` processes, ``parallel`` at a time, in order."""
     running: list[tuple[Point, subprocess.Popen[bytes], float]] = []
     queue = list(points)
@@ -181,7 +183,7 @@ def _run_points(sweep: Sweep, points: list[Point], extra: list[str], parallel: i
         while queue or running:
             while queue and len(running) < parallel:
                 point = queue.pop(0)
-                running.append(_start(sweep, point, extra, echo))
+                running.append(_start(sweep, point, extra, runs_root, echo))
             time.sleep(1.0)
             for item in list(running):
                 point, proc, t0 = item
@@ -195,7 +197,7 @@ def _run_points(sweep: Sweep, points: list[Point], extra: list[str], parallel: i
         raise
 
 
-def _start(sweep: Sweep, point: Point, extra: list[str], echo: bool
+def _start(sweep: Sweep, point: Point, extra: list[str], runs_root: Path, echo: bool
            ) -> tuple[Point, subprocess.Popen[bytes], float]:
     from workbook.execution import notebook_for
     from workbook.params import load_scenario
@@ -206,7 +208,7 @@ def _start(sweep: Sweep, point: Point, extra: list[str], echo: bool
     sweep.save()
     sets = sweep.sets + point.sets() + extra
     argv = [sys.executable, "-m", "workbook", "run", str(sweep.params), "--run-dir", str(rd.path),
-            "--notebook", str(notebook_for(scenario.launcher))]
+            "--runs", str(runs_root), "--notebook", str(notebook_for(scenario.launcher))]
     for item in sets:
         argv += ["-s", item]
     if not echo:

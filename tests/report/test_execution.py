@@ -41,7 +41,8 @@ def test_a_dead_kernel_is_a_failed_run_whose_processes_are_ended(tmp_path: Path)
     rd.update_run(run_id=rd.run_id, scenario="dying", notebook=str(template))
 
     started = time.monotonic()
-    result = execute_run(tmp_path / "x.yaml", [], rd, notebook=template, echo=False)
+    result = execute_run(tmp_path / "x.yaml", [], rd, runs_root=tmp_path / "runs",
+                         notebook=template, echo=False)
 
     info = json.loads((rd.path / "run.json").read_text())
     assert result.verdict == "failed" and result.exit_code == 3

@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         rd = RunDir.create(root, s.name)
     args.active_run = rd.path  # from here on a surprise is a failed run (exit 3), not bad input
     print(f"run directory: {rd.path}", flush=True)
-    result = execute_run(params, list(args.sets), rd, launcher=s.launcher,
+    result = execute_run(params, list(args.sets), rd, runs_root=root, launcher=s.launcher,
                          notebook=args.notebook, echo=not args.quiet)
     for error in result.errors:
         print(f"workbook: {error} (traceback in {rd.path / 'workbook-error.log'})",

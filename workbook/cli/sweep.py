@@ -42,11 +42,13 @@ def run_command(args: argparse.Namespace) -> int:
     from workbook.sweep import plan_sweep, run_sweep
 
     params = find_scenario(args.params)
+    root = (args.runs or default_root()).resolve()
     sweep = plan_sweep(params, args.grid, args.sets, replay_rollouts=args.replay_rollouts,
-                       runs_root=(args.runs or default_root()).resolve(), directory=args.dir)
+                       runs_root=root, directory=args.dir)
     args.started = True  # from here on a surprise is a failed sweep (3)
     print(f"sweep directory: {sweep.directory}", flush=True)
-    run_sweep(sweep, parallel=max(1, args.parallel), rerun=args.rerun, echo=args.echo)
+    run_sweep(sweep, runs_root=root, parallel=max(1, args.parallel), rerun=args.rerun,
+              echo=args.echo)
     rows = [(p.key, " ".join(p.sets()), p.status,
              "-" if p.duration_s is None else f"{p.duration_s:.0f} s", p.report or "-")
             for p in sweep.points]

@@ -79,6 +79,10 @@ def banner(run: Any) -> Section:
         ),
         "run status": v.status,
     }
+    replayed = (v.run.get("diagnosis") or {}).get("replayed_steps") or []
+    if replayed:
+        facts["rollouts"] = (f"replayed from a dump (steps {replayed[0]}-{replayed[-1]})"
+                             if len(replayed) > 1 else f"replayed from a dump (step {replayed[0]})")
     items = "".join(
         f'<div><dt>{_e(k)}</dt><dd data-fact="{_e(k)}">{_e(str(val))}</dd></div>'
         for k, val in facts.items()
