@@ -50,9 +50,9 @@ def lab(session_env: dict[str, str], cpu_assets: object,
     """``workbook lab`` on its own port and working folder; stopped (by PID) afterwards."""
     port, folder = _free_port(), tmp_path_factory.mktemp("lab")
     proc = subprocess.Popen(
-        [*WORKBOOK, "lab", "gspo", "--dir", str(folder), "--", "--no-browser",
-         f"--port={port}", "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=",
-         "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True"],
+        [*WORKBOOK, "lab", "gspo", "--dir", str(folder), "--no-browser", "--port", str(port),
+         "--jupyter-arg=--ServerApp.ip=127.0.0.1", "--jupyter-arg=--IdentityProvider.token=",
+         "--jupyter-arg=--ServerApp.password=", "--jupyter-arg=--ServerApp.disable_check_xsrf=True"],
         env=session_env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)
     url = f"http://127.0.0.1:{port}"

@@ -21,7 +21,7 @@ from workbook.project import root
 EPILOG = """examples:
   workbook lab                    # lab/gspo.ipynb in JupyterLab (copied from notebooks/ once)
   workbook lab compare --fresh    # a new working copy of notebooks/compare.ipynb
-  workbook lab -- --port 8890 --no-browser      # options after -- go to jupyter lab"""
+  workbook lab --port 8890 --no-browser --jupyter-arg=--ServerApp.ip=0.0.0.0"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,8 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="gspo (default), ppo_multinode or compare")
     p.add_argument("--dir", type=Path, help="folder of the working copies (default <project>/lab)")
     p.add_argument("--fresh", action="store_true", help="copy the notebook again (edits are lost)")
-    p.add_argument("jupyter_args", nargs=argparse.REMAINDER,
-                   help="after --: options for jupyter lab")
+    p.add_argument("--port", type=int, help="JupyterLab's port (default: its own choice)")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    p.add_argument("--jupyter-arg", action="append", default=[], metavar="ARG",
+                   help="any other jupyter lab option, e.g. --jupyter-arg=--ServerApp.ip=0.0.0.0")
     p.set_defaults(handler=run_command)
 
 
@@ -52,7 +54,8 @@ def working_copy(name: str, folder: Path, *, fresh: bool = False) -> Path:
 def run_command(args: argparse.Namespace) -> int:
     folder = (args.dir or root() / "lab").resolve()
     notebook = working_copy(args.notebook, folder, fresh=args.fresh)
-    extra = [a for a in args.jupyter_args if a != "--"]
+    extra = list(args.jupyter_arg) + ([f"--port={args.port}"] if args.port else []) + (
+        ["--no-browser"] if args.no_browser else [])
     argv = [sys.executable, "-m", "jupyter", "lab", str(notebook),
             f"--ServerApp.root_dir={folder}", *extra]
     if os.geteuid() == 0 and "--allow-root" not in extra:
