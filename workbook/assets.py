@@ -24,6 +24,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from workbook.profiles.cpu import reward
 
@@ -38,7 +39,23 @@ SEED = 7
 
 VOCAB_SIZE = 400
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
-MODEL_CONFIG = {
+
+
+class ModelConfig(TypedDict):
+    """The tiny model's ``Qwen2Config`` arguments (besides the token ids)."""
+
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    max_position_embeddings: int
+    rope_parameters: dict[str, str | float]
+    tie_word_embeddings: bool
+
+
+MODEL_CONFIG: ModelConfig = {
     "vocab_size": VOCAB_SIZE,
     "hidden_size": 128,
     "intermediate_size": 256,
@@ -46,7 +63,7 @@ MODEL_CONFIG = {
     "num_attention_heads": 2,
     "num_key_value_heads": 2,
     "max_position_embeddings": 1024,
-    "rope_theta": 10000.0,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
     "tie_word_embeddings": False,
 }
 CHAT_TEMPLATE = (
@@ -172,7 +189,11 @@ def _build_model(model_dir: Path) -> None:
     from transformers import AutoTokenizer, GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    ids = {name: tokenizer.convert_tokens_to_ids(name) for name in SPECIAL_TOKENS}
+    ids: dict[str, int] = {}
+    for name in SPECIAL_TOKENS:
+        token_id = tokenizer.convert_tokens_to_ids(name)
+        assert isinstance(token_id, int)  # one token in, one id out
+        ids[name] = token_id
     config = Qwen2Config(
         **MODEL_CONFIG,
         bos_token_id=ids["<|endoftext|>"],
@@ -180,7 +201,7 @@ def _build_model(model_dir: Path) -> None:
         pad_token_id=ids["<|endoftext|>"],
     )
     torch.manual_seed(SEED)
-    model = Qwen2ForCausalLM(config).to(torch.float32)
+    model = Qwen2ForCausalLM(config).float()  # float32; transformers mistypes `.to` (wraps)
     model.generation_config = GenerationConfig(
         eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id
     )

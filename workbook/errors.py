@@ -30,7 +30,7 @@ class WorkbookError(Exception):
         super().__init__(message)
         self.message = message
 
-    def __reduce__(self):  # type: ignore[no-untyped-def]
+    def __reduce__(self) -> tuple[type[WorkbookError], tuple[object, ...]]:
         return (type(self), (self.message,))
 
 
@@ -53,7 +53,7 @@ class ParamsError(InputError):
         lines += [f"  - {path or '<scenario>'}: {msg}" for path, msg in self.problems]
         super().__init__("\n".join(lines))
 
-    def __reduce__(self):  # type: ignore[no-untyped-def]
+    def __reduce__(self) -> tuple[type[WorkbookError], tuple[object, ...]]:
         return (type(self), (self.problems, self.source))
 
 

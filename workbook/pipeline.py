@@ -251,7 +251,7 @@ class Finished:
     def _repr_html_(self) -> str:
         report = f"<code>{self.report}</code>" if self.report else "not written"
         failed = "".join(f"<li>{e}</li>" for e in self.errors)
-        return (f"<p>Report: {report}; run directory <code>{self.run_dir}</code></p>"
+        return (f"<p data-finished>Report: {report}; run directory <code>{self.run_dir}</code></p>"
                 + (f"<p>Steps that failed:</p><ul>{failed}</ul>" if failed else ""))
 
 

@@ -62,7 +62,7 @@ class RunDir:
     path: Path
 
     @classmethod
-    def create(cls, root: Path, scenario: str, run_id: str | None = None) -> "RunDir":
+    def create(cls, root: Path, scenario: str, run_id: str | None = None) -> RunDir:
         path = Path(root).expanduser() / scenario / (run_id or new_run_id())
         path.mkdir(parents=True, exist_ok=False)
         return cls(path.resolve())

@@ -163,7 +163,7 @@ def run_suite(path: Path, *, runs_root: Path, directory: Path | None = None,
         on_start(directory)
     interrupted = False
     with _shared_clusters(directory) as clusters:
-        for entry, record in zip(entries, records):
+        for entry, record in zip(entries, records, strict=True):
             if record.status in FINISHED and not rerun:
                 continue
             scenario = load_scenario(entry.params, entry.sets, check_files=False)

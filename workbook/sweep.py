@@ -98,7 +98,7 @@ def points_of(grid: dict[str, list[str]]) -> list[Point]:
     keys = list(grid)
     points = []
     for index, combo in enumerate(itertools.product(*(grid[k] for k in keys)), start=1):
-        values = dict(zip(keys, combo))
+        values = dict(zip(keys, combo, strict=True))
         label = "-".join(f"{k.rsplit('.', 1)[-1]}{v}" for k, v in values.items())
         points.append(Point(f"{index:02d}-{label}", values))
     return points

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import sys
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from rich import box
 from rich.console import Console

@@ -84,7 +84,7 @@ class BaselineMetric:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], where: str) -> "BaselineMetric":
+    def from_dict(cls, data: dict[str, Any], where: str) -> BaselineMetric:
         if not isinstance(data, dict):
             raise BaselineError(f"{where}: expected a mapping, got {type(data).__name__}")
         try:

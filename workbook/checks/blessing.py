@@ -21,8 +21,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from workbook.checks.baseline import Baseline, BaselineMetric, now_iso
 from workbook.checks.bands import K_SIGMA, MIN_RUNS_FOR_SIGMA
+from workbook.checks.baseline import Baseline, BaselineMetric, now_iso
 from workbook.checks.evidence import Evidence, gather, params_dir_for
 from workbook.checks.health import health_rows
 from workbook.checks.reductions import WINDOWED, ReductionError, reduce_series, window_text
@@ -93,7 +93,7 @@ def _good_run(path: Path) -> Evidence:
 def _require_alike(dirs: list[Path], runs: list[Evidence]) -> None:
     """Every run on the same hardware with the same settings, or the spread means nothing."""
     first = runs[0]
-    for path, run in zip(dirs[1:], runs[1:]):
+    for path, run in zip(dirs[1:], runs[1:], strict=True):
         if run.hardware != first.hardware:
             raise BaselineError(f"cannot bless runs from different hardware: {path.name} ran on "
                                 f"{run.hardware}, {dirs[0].name} on {first.hardware}")
@@ -116,7 +116,7 @@ def _require_window(dirs: list[Path], metrics: list[RunMetrics], spec: CheckSpec
                     names: list[str]) -> None:
     policies = [spec.policy(n) or MetricPolicy(metric=n, window=spec.window) for n in names]
     need = max([p.window[1] for p in policies if p.reduce in WINDOWED] or [0])
-    short = [f"{d.name} (last step {m.last_step})" for d, m in zip(dirs, metrics)
+    short = [f"{d.name} (last step {m.last_step})" for d, m in zip(dirs, metrics, strict=True)
              if (m.last_step or 0) < need]
     if short:
         raise BaselineError(
@@ -133,7 +133,8 @@ def _entry(name: str, policy: MetricPolicy, runs: list[RunMetrics]) -> BaselineM
             raise ReductionError(f"{name} reduces to {value} in a run")
         values.append(value)
     windowed = policy.reduce in WINDOWED
-    entry = BaselineMetric(value=statistics.fmean(values), reduce=policy.reduce,
+    mean = statistics.fmean(values)
+    entry = BaselineMetric(value=mean, reduce=policy.reduce,
                            window=policy.window if windowed else None,
                            sigma=statistics.stdev(values), n=len(values))
     series = [run.series(name) for run in runs]
@@ -143,7 +144,7 @@ def _entry(name: str, policy: MetricPolicy, runs: list[RunMetrics]) -> BaselineM
     entry.band = {"min": {s: min(v) for s, v in per_step.items()},
                   "max": {s: max(v) for s, v in per_step.items()},
                   "std": {s: statistics.stdev(v) for s, v in per_step.items()}}
-    entry.spread = {"min": min(values), "max": max(values), "mean": entry.value,
+    entry.spread = {"min": min(values), "max": max(values), "mean": mean,
                     "std": entry.sigma or 0.0, "n": float(len(values))}
     return entry
 
@@ -169,7 +170,7 @@ def _provenance(dirs: list[Path], runs: list[dict[str, Any]], spec: CheckSpec,
         "runs": [{"run_id": d.name, "path": str(d), "status": r.get("status"),
                   "started": r.get("started"), "ended": r.get("ended"), "host": r.get("host"),
                   "versions": r.get("versions"), "commits": r.get("commits")}
-                 for d, r in zip(dirs, runs)],
+                 for d, r in zip(dirs, runs, strict=True)],
     }
 
 

@@ -17,6 +17,7 @@ explicit ``finite``/``bounds`` policies add their own rows for any metric.
 from __future__ import annotations
 
 import math
+from typing import Any, TypedDict
 
 from workbook.checks.bands import Band, band_for, compares
 from workbook.checks.baseline import Baseline, BaselineMetric
@@ -27,6 +28,14 @@ from workbook.checks.rows import CheckRow, error_row, steps_text
 from workbook.checks.spec import CheckSpec, MetricPolicy
 from workbook.params.settings import differences
 from workbook.provenance import same_hardware
+
+
+class _Where(TypedDict):
+    """What every baseline row of one metric records: the metric and how it was reduced."""
+
+    metric: str
+    reduce: str
+    window: tuple[int, int] | None
 
 
 def policy_rows(evidence: Evidence, spec: CheckSpec, baseline: Baseline | None) -> list[CheckRow]:
@@ -48,8 +57,8 @@ def baseline_row(evidence: Evidence, policy: MetricPolicy, baseline: Baseline | 
                  unlike: list[str]) -> CheckRow:
     metric = policy.metric
     windowed = policy.reduce in WINDOWED
-    info = {"metric": metric, "reduce": policy.reduce,
-            "window": policy.window if windowed else None}
+    info: _Where = {"metric": metric, "reduce": policy.reduce,
+                    "window": policy.window if windowed else None}
     name = f"{metric} vs baseline"
     entry = baseline.metrics.get(metric) if baseline else None
     if entry is None:
@@ -177,7 +186,7 @@ def _replay_note(replayed: set[int]) -> str:
     return f"; replayed steps {steps_text(sorted(replayed))} left out" if replayed else ""
 
 
-def _machine(key: dict | None) -> str:  # type: ignore[type-arg]
+def _machine(key: dict[str, Any] | None) -> str:
     if not key:
         return "unrecorded hardware"
     count = f"{key.get('count')} x " if key.get("count") else ""

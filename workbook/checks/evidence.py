@@ -10,9 +10,10 @@ replayed a rollout dump.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from workbook.errors import InputError
 from workbook.metrics.diagnosis import diagnose

@@ -57,7 +57,7 @@ class Outcome:
     message: str
 
 
-class Series(dict):  # type: ignore[type-arg]
+class Series(dict[int, float]):
     """A metric's ``{step: value}`` that remembers its name for messages."""
 
     def __init__(self, name: str, values: dict[int, float]) -> None:
@@ -82,7 +82,7 @@ class Expression:
                 seen.append(node.slice.value)  # type: ignore[attr-defined]
         return seen
 
-    def evaluate(self, metrics: RunMetrics, baseline: "Baseline | None" = None) -> Outcome:
+    def evaluate(self, metrics: RunMetrics, baseline: Baseline | None = None) -> Outcome:
         """Compute the check; raises :class:`EvaluationError` when it cannot be computed."""
         env = _Env(metrics, baseline)
         passed = env.truth(self.tree.body)  # and/or short-circuit as in Python
@@ -157,7 +157,7 @@ def _reported_index(operands: list[ast.expr]) -> int:
 def _render_expected(node: ast.Compare, numbers: list[float], index: int) -> str:
     parts = ["value" if i == index else _fmt(n) for i, n in enumerate(numbers)]
     text = parts[0]
-    for op, part in zip(node.ops, parts[1:]):
+    for op, part in zip(node.ops, parts[1:], strict=True):
         text += f" {COMPARE[type(op)][0]} {part}"
     return text.removeprefix("value ") if index == 0 and len(numbers) == 2 else text
 
@@ -169,14 +169,14 @@ def _fmt(value: float | None) -> str:
 class _Env:
     """Evaluation of a validated tree against one run and its baseline."""
 
-    def __init__(self, metrics: RunMetrics, baseline: "Baseline | None") -> None:
+    def __init__(self, metrics: RunMetrics, baseline: Baseline | None) -> None:
         self.metrics = metrics
         self.baseline = baseline
 
     def truth(self, node: ast.AST) -> bool:
         if isinstance(node, ast.Compare):
             left = self.number(node.left)
-            for op, right_node in zip(node.ops, node.comparators):
+            for op, right_node in zip(node.ops, node.comparators, strict=True):
                 right = self.number(right_node)
                 if not COMPARE[type(op)][1](left, right):
                     return False
@@ -191,6 +191,7 @@ class _Env:
 
     def number(self, node: ast.AST) -> float:
         if isinstance(node, ast.Constant):
+            assert isinstance(node.value, (int, float))  # the validator allows number literals only
             return float(node.value)
         if isinstance(node, ast.UnaryOp):
             value = self.number(node.operand)

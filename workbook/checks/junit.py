@@ -8,8 +8,8 @@ reason). A suite of scenarios writes one file holding a suite per scenario.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
@@ -75,6 +75,7 @@ def _run_case(verdict: Verdict, name: str, time_s: float | None) -> TestCase:
 
 
 def _text(result: Failure | Error, text: str) -> Failure | Error:
-    result.text = text or None
+    if text:  # a new result has no text; leave it so when there is none
+        result.text = text
     return result
 

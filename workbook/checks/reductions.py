@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Mapping
+from collections.abc import Callable, Mapping
 
 REDUCTIONS = ("last", "mean", "median", "max", "min")
 WINDOWED = ("mean", "median")
@@ -34,7 +34,7 @@ def _mean(values: list[float]) -> float:
     return math.fsum(values) / len(values)
 
 
-def _nan_aware(fn, values: list[float]) -> float:  # type: ignore[no-untyped-def]
+def _nan_aware(fn: Callable[[list[float]], float], values: list[float]) -> float:
     """NaN anywhere makes the result NaN, so a broken step can never hide behind min/max."""
     if any(math.isnan(v) for v in values):
         return math.nan

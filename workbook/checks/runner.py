@@ -6,8 +6,9 @@ so a run is judged the same way whether it was just launched or is a verl log fr
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from workbook.checks.baseline import Baseline, load_baseline
 from workbook.checks.evidence import Evidence, gather, params_dir_for

@@ -32,9 +32,10 @@ widens it, or the nightly default when the baseline has no sigma) is in
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from workbook.checks.expression import Expression, compile_expression
 from workbook.checks.reductions import REDUCTIONS, WINDOWED
@@ -140,10 +141,10 @@ class CheckSpec:
         found = (self.policy(n) for n in names)
         return [p for p in found if p is not None]
 
-    def with_baseline(self, path: Path | None) -> "CheckSpec":
+    def with_baseline(self, path: Path | None) -> CheckSpec:
         return self if path is None else replace(self, baseline=Path(path))
 
-    def with_expressions(self, texts: list[str]) -> "CheckSpec":
+    def with_expressions(self, texts: list[str]) -> CheckSpec:
         """Add command-line expressions; raises :class:`ExpressionError` on a bad one."""
         added = tuple(compile_expression(t) for t in texts)
         return replace(self, expressions=self.expressions + added)

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbook.checks.bands import compares
 from workbook.checks.baseline import Baseline
 from workbook.checks.comparison import policy_rows
 from workbook.checks.evidence import Evidence
 from workbook.checks.expression import EvaluationError, Expression
-from workbook.checks.bands import compares
 from workbook.checks.health import divergence, health_rows, required_step
 from workbook.checks.rows import CheckRow, error_row
 from workbook.checks.spec import CheckSpec
@@ -106,14 +106,15 @@ def judge(evidence: Evidence, spec: CheckSpec, *, baseline: Baseline | None) -> 
 def expression_row(expression: Expression, evidence: Evidence,
                    baseline: Baseline | None) -> CheckRow:
     names = expression.metrics
-    info = {"metric": names[0] if names else None, "source": expression.text}
+    metric, source = (names[0] if names else None), expression.text
     try:
         outcome = expression.evaluate(evidence.metrics, baseline)
     except EvaluationError as exc:
-        return error_row(expression.name, "expression", str(exc), **info)
+        return error_row(expression.name, "expression", str(exc), metric=metric, source=source)
     return CheckRow(name=expression.name, kind="expression",
                     status="pass" if outcome.passed else "fail", value=outcome.value,
-                    expected=outcome.expected, message=outcome.message, **info)
+                    expected=outcome.expected, message=outcome.message, metric=metric,
+                    source=source)
 
 
 def _outcome(rows: list[CheckRow], diagnosis: dict[str, Any]) -> tuple[str, str]:

@@ -17,8 +17,9 @@ import os
 import sys
 import tempfile
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
+from typing import NoReturn
 
 from workbook.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, WorkbookError
 
@@ -41,7 +42,7 @@ SUBCOMMAND_MODULES = (
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 too; keep the message short
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 too; keep the message short
         self.print_usage(sys.stderr)
         print(f"workbook: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)
@@ -85,8 +86,8 @@ def _keep_traceback(run_dir: Path | None) -> Path:
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(text)
         return path
-    handle, name = tempfile.mkstemp(prefix="workbook-error-", suffix=".log")
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
+    fd, name = tempfile.mkstemp(prefix="workbook-error-", suffix=".log")
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(text)
     return Path(name)
 

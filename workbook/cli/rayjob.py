@@ -194,7 +194,8 @@ def conclude(scenario: Scenario, params: Path, sets: list[str], plan: Plan, rd: 
              outcome: Outcome) -> int:
     """Record the outcome, judge, report; print the verdict and the run directory last."""
     from workbook.execution import VERDICT_EXIT
-    from workbook.pipeline import Run, finish as finish_run, record_outcome
+    from workbook.pipeline import Run, record_outcome
+    from workbook.pipeline import finish as finish_run
 
     record_outcome(Run(scenario, params, rd, plan, list(sets)), outcome)
     done = finish_run(rd.path, announce=False)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from workbook import profiles
 from workbook.command import hydra
 from workbook.launch.outcome import Plan
 from workbook.params.schema import Scenario
-from workbook import profiles
 
 ENTRY_MODULE = "verl.trainer.main_ppo"
 LOGGERS = ["console", "file"]

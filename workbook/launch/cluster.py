@@ -26,10 +26,11 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, TypedDict
 
 from workbook.errors import InputError, LaunchError
 from workbook.launch import processes, ray_client
@@ -39,6 +40,15 @@ from workbook.runs import now_iso, write_atomic
 STARTUP_TIMEOUT_S = 120.0
 KILL_GRACE_S = 10.0
 START_ATTEMPTS = 3
+
+
+class _NodeArgs(TypedDict):
+    """The ``start_command`` arguments every node of a cluster shares."""
+
+    temp_dir: Path
+    cpus: int
+    devices: int
+    device_resource: str
 
 
 def default_state_file() -> Path:
@@ -171,7 +181,8 @@ def local_addresses() -> set[str]:
     """
     addresses = {"127.0.0.1", "::1", "localhost"}
     try:
-        addresses.update(info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None))
+        addresses.update(str(info[4][0])
+                         for info in socket.getaddrinfo(socket.gethostname(), None))
     except OSError:
         pass
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
@@ -252,7 +263,7 @@ def up(
     )
     _save_state(state, state_file)  # written first so `down` can clean up a failed start
     try:
-        common = {
+        common: _NodeArgs = {
             "temp_dir": temp_dir,
             "cpus": cpus_per_node,
             "devices": devices_per_node,
@@ -291,7 +302,7 @@ def _start_node(
     state_file: Path,
     taken: set[int],
     env: dict[str, str],
-    common: dict[str, Any],
+    common: _NodeArgs,
 ) -> None:
     """Start one more node, retrying with fresh ports.
 

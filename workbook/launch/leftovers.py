@@ -13,8 +13,9 @@ Nothing else on the machine is touched: no ``ray stop``, no process matched by n
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from workbook.command.builder import ray_temp_dir
 from workbook.launch import processes
@@ -32,7 +33,9 @@ def owner_record() -> dict[str, Any]:
 def owner_alive(info: dict[str, Any]) -> bool:
     """Whether the process that drove a run is still the same process (PIDs get reused)."""
     pid = info.get("owner_pid")
-    return bool(pid) and processes.is_running(int(pid), float(info.get("owner_started") or 0))
+    if not pid:
+        return False
+    return processes.is_running(int(pid), float(info.get("owner_started") or 0))
 
 
 def end_run(info: dict[str, Any], run_id: str) -> int:

@@ -112,7 +112,7 @@ class LocalLauncher:
         outcome.details["attempts"] = attempts
         return outcome
 
-    def _attempt(self, plan: Plan, run_dir: RunDir, watch: "_StartupWatch",
+    def _attempt(self, plan: Plan, run_dir: RunDir, watch: _StartupWatch,
                  timeout_s: float | None, t0: float) -> Outcome:
         started = now_iso()
         log_path = run_dir.file("log")

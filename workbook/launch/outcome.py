@@ -9,9 +9,10 @@ into the run directory; launchers poll :func:`stop_requested` and end the run as
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from workbook.runs import RunDir
 

@@ -49,12 +49,12 @@ class Progress:
             if PHASES[index][0] in line:
                 self._phase_index, self.phase, changed = index, PHASES[index][1], True
         if "Training Progress" in line:
-            for match in _BAR.finditer(line):
-                self.total_steps = self.total_steps or int(match.group(2))
+            for bar in _BAR.finditer(line):
+                self.total_steps = self.total_steps or int(bar.group(2))
         if "step:" in line:
-            match = _STEP.search(line)
-            if match and int(match.group(1)) > self.step:
-                self.step = int(match.group(1))
+            row = _STEP.search(line)
+            if row and int(row.group(1)) > self.step:
+                self.step = int(row.group(1))
                 if self._last_step_at is not None:
                     self.step_times.append(now - self._last_step_at)
                 self._last_step_at, changed = now, True

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from workbook.errors import ParamsError
 from workbook.params.loader import assets_dir, resolve
 from workbook.params.schema import Scenario, parse_scenario
-from workbook.params.validation import (arithmetic, files, ignored_settings, raw_overrides,
-                                        ray_settings, rollouts)
+from workbook.params.validation import (
+    arithmetic,
+    files,
+    ignored_settings,
+    raw_overrides,
+    ray_settings,
+    rollouts,
+)
 
 __all__ = ["Scenario", "assets_dir", "load_scenario", "scenario_warnings", "validate_scenario"]
 

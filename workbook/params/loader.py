@@ -10,10 +10,10 @@ relative ``rollouts.replay`` is relative to the scenario file's folder, like ``c
 from __future__ import annotations
 
 import copy
-import os
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from workbook.errors import ParamsError
 from workbook.serialization import load_yaml, parse_scalar

@@ -29,7 +29,7 @@ class RaySettings(_Strict):
     local cluster of ``local_nodes`` nodes on this machine that the run starts and stops."""
 
     address: str | None = None
-    local_nodes: int | None = Field(None, ge=1)
+    local_nodes: int | None = Field(default=None, ge=1)
 
 
 class RolloutSettings(_Strict):
@@ -62,7 +62,7 @@ class KubeRaySettings(_Strict):
     head_memory: str = "16Gi"
     submission_mode: SubmissionMode = "K8sJobMode"
     shutdown_after_job_finishes: bool = True
-    ttl_seconds_after_finished: int = Field(600, ge=0)
+    ttl_seconds_after_finished: int = Field(default=600, ge=0)
     service_account: str | None = None
 
 

@@ -10,8 +10,9 @@ only move logs and files around (logger, dump and checkpoint folders, names) are
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import PurePosixPath
-from typing import Any, Mapping
+from typing import Any
 
 FIELDS = (
     "model_path", "critic_model_path", "train_files", "val_files",

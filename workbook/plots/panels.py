@@ -18,7 +18,9 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only; never a window, also inside a kernel with another backend
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from workbook.metrics.model import RunMetrics
 
@@ -158,7 +160,7 @@ def draw(
     """One figure with one subplot per axis, each metric a line against the step."""
     bands = bands or {}
     fig, subplots = new_figure(len(axes))
-    for ax, spec in zip(subplots, axes):
+    for ax, spec in zip(subplots, axes, strict=True):
         for i, name in enumerate(spec.metrics):
             series = metrics.series(name)
             _line(ax, series, name, i)
@@ -210,9 +212,9 @@ def timing_breakdown(metrics: RunMetrics) -> Panel | None:
                 linewidth=0.5,
             )
         else:
-            top = [b + v for b, v in zip(bottom, values)]
+            top = [b + v for b, v in zip(bottom, values, strict=True)]
             ax.fill_between(steps, bottom, top, label=label, color=colour, hatch=hatch, linewidth=0)
-        bottom = [b + v for b, v in zip(bottom, values)]
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.set_ylabel("time (s)")
     _finish(ax)
     ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -235,7 +237,7 @@ def new_figure(
     width: float = WIDTH_IN,
     height: float = HEIGHT_IN,
     layout: str | None = "constrained",
-) -> tuple[Figure, list]:
+) -> tuple[Figure, list[Axes]]:
     """A one-row figure of ``count`` subplots; a report panel is about 600 px wide at ``DPI``."""
     fig, axes = plt.subplots(
         1,
@@ -247,7 +249,7 @@ def new_figure(
     return fig, list(axes[0])
 
 
-def _line(ax, series: dict[int, float], name: str, i: int) -> None:  # type: ignore[no-untyped-def]
+def _line(ax: Axes, series: dict[int, float], name: str, i: int) -> None:
     steps, values = list(series), list(series.values())
     ax.plot(
         steps,
@@ -262,7 +264,7 @@ def _line(ax, series: dict[int, float], name: str, i: int) -> None:  # type: ign
     )
 
 
-def _band(ax, band: Band, series: dict[int, float], i: int) -> None:  # type: ignore[no-untyped-def]
+def _band(ax: Axes, band: Band, series: dict[int, float], i: int) -> None:
     colour = OKABE_ITO[(i + 5) % 8]
     if band.series:
         ax.plot(
@@ -302,10 +304,12 @@ def _band(ax, band: Band, series: dict[int, float], i: int) -> None:  # type: ig
         )
 
 
-def _finish(ax) -> None:  # type: ignore[no-untyped-def]
+def _finish(ax: Axes) -> None:
     ax.set_xlabel("step")
     ax.grid(True, alpha=0.3)
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    locator = ax.xaxis.get_major_locator()
+    if isinstance(locator, MaxNLocator):  # the default AutoLocator is one
+        locator.set_params(integer=True)
     ax.legend(fontsize=8, frameon=False, loc="best")
 
 

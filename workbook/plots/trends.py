@@ -26,8 +26,9 @@ def trend_chart(
     )  # fixed margins: constrained layout doubles the cost
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.3, top=0.82, wspace=0.35)
     xs = list(range(len(labels)))
-    for i, (ax, name) in enumerate(zip(subplots, names)):
-        points = [(x, v) for x, v in zip(xs, series[name]) if v is not None and math.isfinite(v)]
+    for i, (ax, name) in enumerate(zip(subplots, names, strict=False)):  # 1 subplot, 0 names
+        values = zip(xs, series[name], strict=False)
+        points = [(x, v) for x, v in values if v is not None and math.isfinite(v)]
         if points:
             ax.plot(
                 [p[0] for p in points],
@@ -38,11 +39,12 @@ def trend_chart(
                 markevery=every(len(points)),
                 linewidth=1.4,
             )
-        if name in first_out and series[name][first_out[name]] is not None:
+        first = series[name][first_out[name]] if name in first_out else None
+        if first is not None:
             x = first_out[name]
             ax.plot(
                 [x],
-                [series[name][x]],
+                [first],
                 marker="o",
                 markersize=12,
                 markerfacecolor="none",

@@ -98,7 +98,7 @@ def table(comparison: Any) -> Section:
             f"reward ({window})", "Δ vs first", "mean step time (s)", "Δ vs first",
             "replayed steps in window", "verdict", "report")
     rows, first = [], None
-    for label, view in zip(c.labels, c.runs):
+    for label, view in zip(c.labels, c.runs, strict=False):  # labels may come from a file
         numbers = summary_numbers(view, c.window)
         first = first or numbers
         link = _relative_link(view.path / RUN_FILES["report"], c.folder)
@@ -125,7 +125,7 @@ def table(comparison: Any) -> Section:
 def curves(comparison: Any) -> Section:
     """Each metric of every run on one axis; replayed steps shaded."""
     c = _comparison(comparison)
-    named = list(zip(c.labels, (v.metrics for v in c.runs)))
+    named = list(zip(c.labels, (v.metrics for v in c.runs), strict=False))
     replayed = sorted(set.intersection(*(set(_replayed(v)) for v in c.runs))) if c.runs else []
     figures = []
     for metric, title in CURVES:

@@ -90,7 +90,10 @@ def _filters(runs: list[RunSummary]) -> str:
         for v in ("passed", "regressed", "failed", "stopped", "running", "unjudged", "unknown")
         if any(r.verdict == v for r in runs)
     ]
-    options = lambda values: "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in values)
+
+    def options(values: list[str]) -> str:
+        return "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in values)
+
     return (
         '<div class="filters"><label>scenario <select id="f-scenario"><option value="">all</option>'
         f'{options(scenarios)}</select></label><label>verdict <select id="f-verdict">'
@@ -167,9 +170,9 @@ def _comparisons(runs_root: Path, base: Path) -> str:
     if not pages:
         return ""
     items = []
-    for page in sorted(pages, key=lambda p: p.stat().st_mtime, reverse=True):
-        label = "/".join(page.parent.relative_to(runs_root).parts)
-        items.append(f'<li data-comparison="{_e(label)}"><a href="{_e(_relative(page, base))}">'
+    for found in sorted(pages, key=lambda p: p.stat().st_mtime, reverse=True):
+        label = "/".join(found.parent.relative_to(runs_root).parts)
+        items.append(f'<li data-comparison="{_e(label)}"><a href="{_e(_relative(found, base))}">'
                      f"{_e(label)}</a></li>")
     return f"<h2>Comparisons</h2><ul>{''.join(items)}</ul>"
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType, SimpleNamespace
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 import torch.distributed
-
 from verl.plugin.platform import PlatformBase, PlatformRegistry, set_platform
 
 PLATFORM_NAME = "cpu"

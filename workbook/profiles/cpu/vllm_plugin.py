@@ -11,7 +11,8 @@ fast GEMM path, which a tiny model does not need. Registered in pyproject under 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _PATCHED = "_workbook_plain_weights"
 
@@ -44,4 +45,5 @@ def register() -> None:
     for method in (UnquantizedLinearMethod, UnquantizedEmbeddingMethod):
         original = method.process_weights_after_loading
         if not getattr(original, _PATCHED, False):
-            method.process_weights_after_loading = _keep_plain_weights(original)
+            # monkeypatching vLLM's class on purpose; mypy forbids assigning to a method
+            method.process_weights_after_loading = _keep_plain_weights(original)  # type: ignore[method-assign]
