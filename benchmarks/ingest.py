@@ -1,21 +1,27 @@
-"""Metrics ingestion speed, memory and live latency (issue 3's performance targets).
+"""Metrics ingestion speed and memory against a single-regex parse, and live latency.
 
-Builds, in a temporary folder, a console log of the requested size by repeating the real
-console logs of tests/data/verl_logs (ANSI, tqdm, hard wraps, numpy reprs, a traceback; these
-are excerpts around the step lines, so about half their bytes are step rows, the worst case),
-another by repeating a whole real run's log (tests/profiles/data/gspo_cpu_run.log, when
-present: mostly noise, like real logs) and a JSONL file by repeating the real file-logger
-records, then parses each in a fresh child process (so peak RSS is that parse's alone) and
-prints MB/s and peak RSS. Then measures live latency: a writer appends step lines to a file, a
-LiveReader polls it, and the time from write to yield is recorded.
+Builds, in a temporary folder, a *step-dense* console log of the requested size out of real
+logs: the step rows of a whole real verl 0.9.1 CPU run (tests/profiles/data/gspo_cpu_run.log)
+and of the console logs in tests/data/verl_logs, each with the real lines between its rows
+(tqdm bars, warnings, Ray prefixes, ANSI colours, numpy reprs), repeated with ``step:N``
+renumbered so every row is a new step (about 10^5 steps in 200 MB). Rows that a terminal
+hard-wrapped are wrapped again at their width after renumbering, as that terminal would have.
+The runs' start-up lines come once, at the top. A file-logger JSONL file is built the same way
+from the real records.
 
-Targets: >= 50 MB/s, peak RSS < 300 MB, live pick-up < 1 s.
+Each file is then parsed in fresh child processes, alternating ``load_metrics`` with the
+baseline below, and the best of ``--repeats`` runs is reported: MB/s by wall and CPU time, peak
+RSS of the child (``ru_maxrss``) and the ratio workbook time / regex time. Last, live latency:
+a writer appends step lines to a file that a LiveReader polls.
 
-    .venv/bin/python benchmarks/ingest.py [--size-mb 1024] [--poll 0.1]
+The baseline is the simplest parse that looks correct (verl's Ascend checker does this): for
+each line containing ``step:``, ``re.findall`` of ``key:number`` pairs into a dict per step. It
+is wrong on wrapped rows, glued tqdm bars and ``training/global_step:6`` fragments; it is the
+speed that parsing must at least match.
 
-Repeating the logs repeats their step numbers, so the parsed run stays small (steps merge):
-the RSS figure measures streaming, not the size of a run's metrics. The ``unique steps`` line
-shows how memory grows with the number of distinct steps.
+Targets: >= 50 MB/s, peak RSS <= 300 MB, ratio <= 1.0, live pick-up < 1 s.
+
+    .venv/bin/python benchmarks/ingest.py [--size-mb 200] [--repeats 3] [--poll 0.1]
 """
 
 from __future__ import annotations
@@ -23,20 +29,28 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "tests" / "data" / "verl_logs"
-JSONL_LOG = "12_jsonl-file-logger-ppo-null-and-string-values.log"
-CPU_RUN_LOG = ROOT / "tests" / "profiles" / "data" / "gspo_cpu_run.log"  # verl 0.9.1, tiny CPU run
+JSONL_LOG = LOGS / "12_jsonl-file-logger-ppo-null-and-string-values.log"
+PROFILES = ROOT / "tests" / "profiles" / "data"
+CPU_RUN_LOG = PROFILES / "gspo_cpu_run.log"  # verl 0.9.1, a whole tiny CPU run
+CPU_RUN_JSONL = PROFILES / "gspo_cpu_metrics.jsonl"
 
-CHILD = """
+# The step number of a row start; not ``training/global_step:6`` nor ``val/step:3``.
+STEP_NUMBER = re.compile(rb"(?<![\w/.\-])step:(\d+)")
+JSONL_STEP = re.compile(rb'^\{"step":\s*(\d+)', re.MULTILINE)
+
+WORKBOOK_CHILD = """
 import json, resource, sys, time
 from pathlib import Path
 from workbook.metrics.loading import load_metrics
@@ -48,45 +62,182 @@ print(json.dumps({"wall": wall, "cpu": cpu, "steps": len(run), "metrics": len(ru
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
+REGEX_CHILD = r"""
+import json, re, resource, sys, time
+PAIR = re.compile(
+    r"([\w/@.\-]+):(?:np\.float64\()?([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
+)
+wall, cpu = time.perf_counter(), time.process_time()
+steps = {}
+with open(sys.argv[1], encoding="utf-8", errors="replace") as handle:
+    for line in handle:
+        if "step:" in line:
+            data = {key: float(value) for key, value in PAIR.findall(line)}
+            step = data.pop("step", None)
+            if step is not None:
+                steps.setdefault(int(step), {}).update(data)
+wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+print(json.dumps({"wall": wall, "cpu": cpu, "steps": len(steps),
+                  "metrics": len({k for d in steps.values() for k in d}),
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
 
-def build(path: Path, block: bytes, size: int) -> int:
-    """Write ``block`` repeatedly until the file reaches ``size`` bytes."""
-    written = 0
+
+class Template:
+    """One real log cut into its start-up lines and a body whose step numbers can be replaced."""
+
+    def __init__(self, raw: bytes) -> None:
+        lines = raw.split(b"\n")
+        first = next(i for i, line in enumerate(lines) if _is_row_start(line))
+        self.preamble = b"".join(line + b"\n" for line in lines[:first])
+        body = _unwrap(lines[first:])
+        self.pieces = STEP_NUMBER.split(body)  # text, number, text, number, ..., text
+        self.steps = list(dict.fromkeys(self.pieces[1::2]))  # distinct, in order
+        self.width = _wrap_width(lines[first:])
+
+    def render(self, first_step: int) -> bytes:
+        """The body with its steps renumbered from ``first_step`` (and re-wrapped)."""
+        numbers = {old: b"%d" % (first_step + i) for i, old in enumerate(self.steps)}
+        pieces = self.pieces.copy()
+        pieces[1::2] = [b"step:" + numbers[old] for old in pieces[1::2]]
+        body = b"".join(pieces)
+        return _rewrap(body, self.width) if self.width else body
+
+
+def _is_row_start(line: bytes) -> bool:
+    match = STEP_NUMBER.search(line)
+    return match is not None and line.find(b"step:") == match.start()
+
+
+def _wrap_width(lines: list[bytes]) -> int | None:
+    """The terminal width of a hard-wrapped log: most of its lines are exactly that long."""
+    lengths = [len(line) for line in lines if line]
+    common = max(set(lengths), key=lengths.count)
+    return common if lengths.count(common) > len(lengths) // 2 else None
+
+
+def _unwrap(lines: list[bytes]) -> bytes:
+    """Join the physical rows of hard-wrapped step rows (a row one short lost its space)."""
+    width = _wrap_width(lines)
+    if width is None:
+        return b"".join(line + b"\n" for line in lines)
+    out: list[bytes] = []
+    for line in lines:
+        out.append(line)
+        if len(line) == width - 1:
+            out.append(b" ")
+        elif len(line) != width:
+            out.append(b"\n")
+    return b"".join(out)
+
+
+def _rewrap(body: bytes, width: int) -> bytes:
+    """Cut lines longer than ``width`` as a terminal does; a copy drops a wrap's trailing space."""
+    out: list[bytes] = []
+    for line in body.split(b"\n"):
+        while len(line) > width:
+            out.append(line[:width].rstrip(b" "))
+            line = line[width:]
+        out.append(line)
+    return b"\n".join(out)
+
+
+def console_templates() -> list[Template]:
+    """Every real console log that has step rows."""
+    paths = [CPU_RUN_LOG] if CPU_RUN_LOG.exists() else []
+    paths += sorted(p for p in LOGS.glob("*.log") if p != JSONL_LOG)
+    templates = []
+    for path in paths:
+        raw = path.read_bytes()
+        if any(_is_row_start(line) for line in raw.split(b"\n")):
+            templates.append(Template(raw))
+    return templates
+
+
+def step_dense_console(path: Path, size: int) -> tuple[int, int]:
+    """Write the step-dense console log; returns (bytes, distinct steps)."""
+    templates = console_templates()
+    return _write(path, size, b"".join(t.preamble for t in templates), _renders(templates))
+
+
+def _renders(templates: list[Template]) -> Iterator[tuple[bytes, int]]:
+    step = 1
+    while True:
+        for template in templates:
+            yield template.render(step), len(template.steps)
+            step += len(template.steps)
+
+
+def step_dense_jsonl(path: Path, size: int) -> tuple[int, int]:
+    """The file-logger records of the real runs, renumbered the same way."""
+    records = [JSONL_LOG.read_bytes()] + ([CPU_RUN_JSONL.read_bytes()] if CPU_RUN_JSONL.exists() else [])
+    block = b"".join(r if r.endswith(b"\n") else r + b"\n" for r in records)
+    pieces = JSONL_STEP.split(block)
+    count = len(pieces) // 2
+
+    def renders() -> Iterator[tuple[bytes, int]]:
+        step = 1
+        while True:
+            out = pieces.copy()
+            out[1::2] = [b'{"step":%d' % (step + i) for i in range(count)]
+            yield b"".join(out), count
+            step += count
+
+    return _write(path, size, b"", renders())
+
+
+def _write(path: Path, size: int, head: bytes, blocks: Iterator[tuple[bytes, int]]) -> tuple[int, int]:
+    written, steps = len(head), 0
     with open(path, "wb") as handle:
-        while written < size:
+        handle.write(head)
+        for block, count in blocks:
+            if written >= size:
+                break
             handle.write(block)
             written += len(block)
-    return written
+            steps += count
+    return written, steps
 
 
-def unique_steps_log(path: Path, steps: int) -> int:
-    """A console log with ``steps`` distinct steps (log 02's row, renumbered)."""
-    text = (LOGS / "02_ppo-2node-ansi-resume-from-ckpt.log").read_text()
-    row = next(line for line in text.splitlines() if "step:102 " in line)
-    head, tail = row.split("step:102", 1)
-    with open(path, "w") as handle:
-        for step in range(1, steps + 1):
-            handle.write(f"{head}step:{step}{tail}\n")
-    return path.stat().st_size
-
-
-def parse_in_child(path: Path) -> dict[str, float]:
+def run_child(code: str, path: Path) -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(path)],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
+        [sys.executable, "-c", code, str(path)], check=True, capture_output=True, text=True, env=env
     )
-    return json.loads(out.stdout)
+    result: dict[str, float] = json.loads(out.stdout)
+    return result
 
 
-def report(name: str, size: int, result: dict[str, float]) -> None:
+def compare(name: str, path: Path, size: int, steps: int, repeats: int, baseline: bool) -> None:
+    """Parse ``path`` ``repeats`` times in fresh processes (alternating with the regex) and print."""
+    mine: list[dict[str, float]] = []
+    theirs: list[dict[str, float]] = []
+    for _ in range(repeats):
+        mine.append(run_child(WORKBOOK_CHILD, path))
+        if baseline:
+            theirs.append(run_child(REGEX_CHILD, path))
     mb = size / 2**20
-    speed = f"{mb / result['wall']:7.1f} MB/s wall  {mb / result['cpu']:7.1f} MB/s cpu"
-    found = f"({result['steps']} steps, {result['metrics']} metrics)"
-    print(f"{name:<22} {mb:8.0f} MB  {speed}  peak RSS {result['rss_mb']:6.1f} MB  {found}")
+    print(f"{name}: {mb:.0f} MB, {steps} distinct steps written, best of {repeats}")
+    report("  workbook", mb, mine)
+    if baseline:
+        report("  one regex", mb, theirs)
+        for kind in ("cpu", "wall"):
+            ratio = min(r[kind] for r in mine) / min(r[kind] for r in theirs)
+            print(f"  ratio workbook / regex ({kind} time): {ratio:.2f}")
+
+
+def report(name: str, mb: float, results: list[dict[str, float]]) -> None:
+    wall = min(r["wall"] for r in results)
+    cpu = min(r["cpu"] for r in results)
+    rss = max(r["rss_mb"] for r in results)
+    last = results[-1]
+    walls = ", ".join(f"{r['wall']:.2f}" for r in results)
+    cpus = ", ".join(f"{r['cpu']:.2f}" for r in results)
+    print(
+        f"{name:<12} {mb / wall:6.1f} MB/s wall {mb / cpu:6.1f} MB/s cpu  "
+        f"(wall {walls} s; cpu {cpus} s)  peak RSS {rss:6.1f} MB  "
+        f"({last['steps']} steps, {last['metrics']} metrics)"
+    )
 
 
 def live_latency(folder: Path, poll: float, count: int = 20, pause: float = 0.25) -> list[float]:
@@ -156,40 +307,24 @@ def chunk_latency(count: int = 2000) -> list[float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size-mb", type=int, default=1024)
+    parser.add_argument("--size-mb", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--poll", type=float, default=0.1, help="LiveReader poll interval (s)")
-    parser.add_argument("--unique-steps", type=int, default=20_000)
+    parser.add_argument("--keep", type=Path, help="also write the step-dense log here")
     args = parser.parse_args()
     size = args.size_mb * 2**20
     print(calibration())
     with tempfile.TemporaryDirectory(prefix="wb-ingest-") as tmp:
         folder = Path(tmp)
-        console = b"".join(
-            (LOGS / name).read_bytes()
-            for name in sorted(os.listdir(LOGS))
-            if name.endswith(".log") and name != JSONL_LOG
-        )
-        path = folder / "run.log"
-        report("console log", build(path, console, size), parse_in_child(path))
-        path.unlink()
-        if CPU_RUN_LOG.exists():  # a whole real run: mostly noise lines, as real logs are
-            path = folder / "cpu-run.log"
-            block = CPU_RUN_LOG.read_bytes()
-            report("console, CPU-run log", build(path, block, size), parse_in_child(path))
+        path = args.keep or folder / "run.log"
+        written, steps = step_dense_console(path, size)
+        compare("step-dense console log", path, written, steps, args.repeats, baseline=True)
+        if not args.keep:
             path.unlink()
         path = folder / "metrics.jsonl"
-        report(
-            "file-logger JSONL",
-            build(path, (LOGS / JSONL_LOG).read_bytes(), size),
-            parse_in_child(path),
-        )
+        written, steps = step_dense_jsonl(path, size)
+        compare("step-dense file-logger JSONL", path, written, steps, args.repeats, baseline=False)
         path.unlink()
-        path = folder / "unique.log"
-        report(
-            f"{args.unique_steps} unique steps",
-            unique_steps_log(path, args.unique_steps),
-            parse_in_child(path),
-        )
         latencies = live_latency(folder, args.poll)
         print(
             f"live file (LiveReader, poll every {args.poll:.2f} s): {len(latencies)} steps, "

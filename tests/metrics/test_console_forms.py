@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from workbook.metrics.console import ConsoleParser, iter_steps, parse_value, read_console
+from workbook.metrics.console import ConsoleParser, iter_steps, read_console
+from workbook.metrics.rows import parse_value
 
 ESC = "\x1b"
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from workbook.metrics import RunMetrics, diagnose
-from workbook.metrics.diagnosis import CATEGORIES, Diagnoser
+from workbook.metrics.diagnosis import Diagnoser
+from workbook.metrics.failures import CATEGORIES
 
 LOGS = Path(__file__).resolve().parents[1] / "data" / "verl_logs"
 

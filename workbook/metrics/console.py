@@ -1,20 +1,15 @@
-"""Reader for verl's console output: ``step:N - key:value - ...`` lines in every real form.
+"""Reader for verl's console output as it reaches a log file, after Ray, tqdm and terminals.
 
-verl prints one line per step (``LocalLogger``: ``"step:{N} - " + " - ".join(f"{k}:{v}")``), but
-the text that reaches a log file has been through Ray, tqdm and terminals:
+verl prints one line per step (``rows`` reads one), but the text that reaches a log file has
+been through Ray, tqdm and terminals:
 
 * Ray prefixes ``(TaskRunner pid=1)``, ``(WorkerDict pid=2, ip=10.0.0.1)``, nested ones, ANSI
   colours and ``[repeated 3x across cluster]`` suffixes;
 * tqdm bars glued before the step text, by ``\\r`` or directly (``...7.71s/it]step:5 - ``);
-* values as ``0.123``, ``-0.000``, ``1e-06``, ``nan``, ``inf``, ``np.float64(0.1)``,
-  ``np.int32(2)``;
 * terminal hard-wraps that split a row at a fixed width, splitting keys and numbers and
   sometimes dropping the space after `` -`` at the wrap;
-* lines cut mid-value, and the same step printed in several lines.
-
-Everything else that merely looks like a step (``training/global_step:6 - `` inside a wrapped
-row, ``ValueError: step 0 - ``, ``epoch 0, step 1``, wandb summaries) is not a step line: a step
-line starts with ``step:`` right after the prefixes, a ``\\r`` or a tqdm bar's closing ``]``.
+* lines cut mid-value, and the same step printed in several lines (later values win);
+* validation metrics pprinted as a dict over several lines.
 
 The parser is fed one physical line at a time and never holds more than one step row, so a
 file of any size streams through it.
@@ -24,13 +19,24 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from operator import itemgetter
-from typing import Iterable, Iterator
 
 from workbook.metrics.lines import gc_paused
 from workbook.metrics.model import RunMetrics
-from workbook.metrics.names import canonical, plan_for
+from workbook.metrics.names import canonical
+from workbook.metrics.rows import (
+    NUMPY_ANYWHERE_RE,
+    SEP,
+    StepLine,
+    locate_row,
+    parse_matched_row,
+    parse_pair,
+    parse_row,
+    unrepeated,
+)
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 # One or more Ray log prefixes: "(TaskRunner pid=1)", "(WorkerDict pid=2, ip=1.2.3.4)", "(pid=3)",
@@ -39,39 +45,36 @@ RAY_PREFIX_RE = re.compile(
     r"^(?:[ \t]*\((?:[^()\s]+ )?pid=\d+[^()]*\)"
     r"|[ \t]*\((?:raylet|gcs_server|autoscaler|monitor)\b[^()]*\))+ ?"
 )
-REPEATED_RE = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
-STEP_AT_RE = re.compile(r"step:(\d+)(?= - |\s*$)")
-NUMPY_RE = re.compile(r"^np\.[a-z]+\d*_?\((.*)\)$")
-NUMPY_ANYWHERE_RE = re.compile(r"np\.[a-z]+\d*_?\(([^()]*)\)")  # literal prefix: fast scan
-SEP = " - "
+# The text of a wrapped row's next terminal row: after an optional space and "- ", no space,
+# or a first space that starts " - " or the row's final " -".
+CONTINUATION_RE = re.compile(r"(?> ?)(?>(?:- )?)(?:[^ ]+(?: - | -\Z)|[^ ]*\Z)")
 # Terminals are at least this wide (and at most that): a line outside cannot be a wrapped row.
 MIN_WRAP_WIDTH = 80
 MAX_WRAP_WIDTH = 1000
 STRADDLE = 400
 # A pprinted validation dict spans a few lines; give up on one that never closes.
 MAX_DICT_LINES = 400
+# Lines handed to the parser at once when reading a whole file.
+BATCH = 4096
 
 # re.sub with r"\1" expands the template in Python for every match; a C callable does not.
 _GROUP_ONE = itemgetter(1)
-_BOOLS = {"True": 1.0, "False": 0.0, "np.True_": 1.0, "np.False_": 0.0}
-
-
-@dataclass
-class StepLine:
-    """The metrics one step row carried (canonical names) and where the row started."""
-
-    step: int
-    values: dict[str, float]
-    originals: dict[str, str]
-    line: int
+_PREFIX_STARTS = "( \t"  # RAY_PREFIX_RE matches only a line that starts with one of these
 
 
 def clean(line: str) -> str:
     """Drop the newline and ANSI colour codes (they have no width on a terminal)."""
     line = line.rstrip("\r\n")
-    if "\x1b" in line:
-        line = ANSI_RE.sub("", line)
-    return line
+    return _uncoloured(line) if "\x1b" in line else line
+
+
+def _uncoloured(line: str) -> str:
+    """Without ANSI codes; the regex runs only up to the end of the last one (most often the
+    end of Ray's coloured prefix), not over the whole row."""
+    last = line.rfind("\x1b")
+    code = ANSI_RE.match(line, last)
+    end = code.end() if code else last + 1
+    return ANSI_RE.sub("", line[:end]) + line[end:]
 
 
 def strip_prefix(line: str) -> str:
@@ -83,102 +86,6 @@ def strip_prefix(line: str) -> str:
 def ray_prefix(line: str) -> str:
     match = RAY_PREFIX_RE.match(line)
     return line[: match.end()].strip() if match else ""
-
-
-def parse_value(raw: str) -> float | None:
-    """A logged value as a float, or None when it is not a (complete) number."""
-    try:
-        return float(raw)
-    except ValueError:
-        pass
-    match = NUMPY_RE.match(raw)
-    if match:
-        inner = match.group(1)
-        if inner in _BOOLS:
-            return _BOOLS[inner]
-        try:
-            return float(inner)
-        except ValueError:
-            return None
-    return _BOOLS.get(raw)
-
-
-def parse_pair(pair: str) -> tuple[str, float] | None:
-    """``key:value`` -> (key, value); None for a fragment (cut line) or a non-number."""
-    key, sep, raw = pair.rpartition(":")
-    key = key.strip()
-    if not sep or not key or " " in key or ":" in key:
-        return None
-    value = parse_value(raw.strip())
-    return None if value is None else (key, value)
-
-
-def parse_row(text: str, line: int) -> StepLine | None:
-    """Parse a full (joined) row that starts with ``step:N``.
-
-    The fast path stays in C for a regular row (one colon per pair): turning each `` - `` into
-    a colon and splitting on colons gives keys and values alternately; the keys name a cached
-    :class:`KeyPlan` and ``float`` maps over the values. Anything unusual (a cut pair, a key
-    with a space, a value that is not a float) takes the pair-by-pair path.
-    """
-    match = STEP_AT_RE.match(text)
-    if match is None:
-        return None
-    step = int(match.group(1))
-    row = NUMPY_ANYWHERE_RE.sub(_GROUP_ONE, text) if "np." in text else text
-    row = row.rstrip()
-    pairs = row.count(SEP)
-    if pairs and row.count(":") == pairs + 1:  # "step:N" plus one colon per pair
-        tokens = row.replace(SEP, ":").split(":")
-        plan = plan_for(tuple(tokens[2::2]))
-        if plan.valid:
-            try:
-                numbers = list(map(float, tokens[3::2]))
-            except ValueError:
-                pass
-            else:
-                for position, scale in plan.scales:
-                    numbers[position] *= scale
-                return StepLine(step, dict(zip(plan.names, numbers)), plan.originals, line)
-    return _parse_row_slowly(step, text[match.end() :], line)
-
-
-def _parse_row_slowly(step: int, body: str, line: int) -> StepLine:
-    """Pair by pair, dropping fragments (cut lines) and values that are not numbers."""
-    values: dict[str, float] = {}
-    originals: dict[str, str] = {}
-    for pair in body.split(SEP):
-        if not pair:
-            continue
-        parsed = parse_pair(pair)
-        if parsed is None:
-            continue
-        name, scale = canonical(parsed[0])
-        values[name] = parsed[1] * scale if scale != 1.0 else parsed[1]
-        if name != parsed[0]:
-            originals[name] = parsed[0]
-    return StepLine(step, values, originals, line)
-
-
-def find_row(content: str) -> str | None:
-    """The step row inside a line's content (after prefixes), or None if there is none.
-
-    ``step:`` starts a row only at the start of the content, of a ``\\r`` segment, or right
-    after a tqdm bar's ``]``; ``training/global_step:6`` or ``ValueError: step:0`` do not.
-    """
-    if "\r" in content:
-        rows = [seg for seg in content.split("\r") if "step:" in seg]
-        content = rows[-1] if rows else ""
-    pos = content.find("step:")
-    while pos >= 0:
-        before = content[:pos].rstrip(" \t")
-        if (not before or before[-1] == "]") and STEP_AT_RE.match(content, pos):
-            row = content[pos:]
-            if "repeated" in row:
-                row = REPEATED_RE.sub("", row)
-            return row.rstrip()
-        pos = content.find("step:", pos + 5)
-    return None
 
 
 def _straddle_ok(head: str, joiner: str, tail: str) -> bool:
@@ -193,15 +100,6 @@ def _straddle_ok(head: str, joiner: str, tail: str) -> bool:
     if pair.startswith("step:"):
         return pair[5:].isdigit()
     return parse_pair(pair) is not None
-
-
-def _joiner(head: str, tail: str) -> str:
-    """A terminal copy drops the trailing space at a wrap; put it back between `` -`` and a key."""
-    if head.endswith(" -") and not tail.startswith(" "):
-        return " "
-    if tail.startswith("- ") and not head.endswith(" "):
-        return " "
-    return ""
 
 
 @dataclass
@@ -242,34 +140,59 @@ class ConsoleParser:
     def feed(self, raw: str) -> list[StepLine]:
         """One physical line (its newline optional); returns the rows it completed."""
         self.lineno += 1
-        if (
-            self._pending is None
+        pending = self._pending
+        if (  # the test of most lines: inlined, like in feed_lines
+            pending is None
             and self._capture is None
             and "step:" not in raw
-            and "alidation metrics" not in raw
+            and ("{" not in raw or "alidation metrics" not in raw)
         ):
             return []
-        line = clean(raw)
+        line = raw.rstrip("\r\n")
+        if "\x1b" in line:
+            line = _uncoloured(line)
         out: list[StepLine] = []
-        if self._pending is not None:
-            joiner = self._continues(line)
+        if pending is not None:
+            joiner = self._continues(pending, line)
             if joiner is not None:
-                return self._extend(joiner, line)
-            out.extend(self._flush_pending())
-        content = strip_prefix(line)
-        if self._capture is not None or ("alidation metrics" in content and "{" in content):
+                if joiner:
+                    pending.parts.append(joiner)
+                pending.parts.append(line)
+                pending.last_len = len(line)
+                return out
+            out = self._flush_pending()
+        prefix = RAY_PREFIX_RE.match(line) if line[:1] in _PREFIX_STARTS else None
+        content = line[prefix.end() :] if prefix else line
+        if self._capture is not None or ("{" in content and "alidation metrics" in content):
             self._capture_dict(line, content)
-        if "step:" not in content:
+        found = locate_row(content) if "step:" in content else None
+        if found is None:
             return out
-        row = find_row(content)
-        if row is None:
-            return out
+        text, match = found
+        start = match.start()
+        row = unrepeated(text[start:])
         if self.wraps and MIN_WRAP_WIDTH - 1 <= len(line) <= MAX_WRAP_WIDTH:
             self._pending = _Pending([row], self.lineno, len(line))
-            return out
-        parsed = parse_row(row, self.lineno)
-        if parsed is not None:
-            out.append(parsed)
+        else:  # the step matched in ``text`` is the row's: a cut end cannot reach its digits
+            body = match.end() - start
+            out.append(parse_matched_row(row, int(match.group(1)), body, self.lineno))
+        return out
+
+    def feed_lines(self, lines: Iterable[str]) -> list[StepLine]:
+        """:meth:`feed` each line, without a call for the lines that cannot matter (most)."""
+        out: list[StepLine] = []
+        for raw in lines:
+            if (  # neither (part of) a step row nor of a pprinted validation dict
+                self._pending is None
+                and self._capture is None
+                and "step:" not in raw
+                and ("{" not in raw or "alidation metrics" not in raw)
+            ):
+                self.lineno += 1
+                continue
+            rows = self.feed(raw)
+            if rows:
+                out += rows
         return out
 
     def finish(self) -> list[StepLine]:
@@ -279,63 +202,50 @@ class ConsoleParser:
         return self._flush_pending()
 
     # -- hard wraps -----------------------------------------------------------------------
-    def _continues(self, line: str) -> str | None:
+    def _continues(self, pending: _Pending, line: str) -> str | None:
         """If ``line`` is the next terminal row of the held step row, the text joining them.
 
         Every row of a wrap but the last is exactly the terminal width, counting a space lost at
         the row's end; the text must continue the row's `` - ``-separated pairs; and the pair
         spanning the wrap must parse once joined.
         """
-        pending = self._pending
-        assert pending is not None
-        if (
-            not line
-            or len(line) > pending.last_len + 1
-            or (line[0] == "(" and RAY_PREFIX_RE.match(line))
-        ):
+        size, last_len = len(line), pending.last_len
+        if not size or size > last_len + 1:
             return None
-        last = pending.parts[-1]
-        joiner = _joiner(last, line)
-        width = pending.last_len + (1 if joiner else 0)
+        first, last = line[0], pending.parts[-1]
+        if first == "(" and RAY_PREFIX_RE.match(line):
+            return None
+        # A terminal copy drops the trailing space at a wrap: put it back between " -" and a
+        # key. (Characters before slices: in Python 3.11 an index costs far less.)
+        end = last[-1]
+        if (end == "-" and first != " " and last[-2:] == " -") or (
+            first == "-" and end != " " and line[:2] == "- "
+        ):
+            joiner, width = " ", last_len + 1
+        else:
+            joiner, width = "", last_len
         if pending.width is None:
             if width < MIN_WRAP_WIDTH:
                 return None
         elif width != pending.width:
             return None
-        if len(line) > width:
-            return None
-        body = line[1:] if line.startswith(" ") else line
-        body = body[2:] if body.startswith("- ") else body
-        space = body.find(" ")
-        if space == 0 or (space > 0 and not body.startswith(SEP, space) and body[space:] != " -"):
+        if size > width or not CONTINUATION_RE.match(line):
             return None
         # Once two rows established the width, the shape suffices, unless this looks like a row
         # of its own; the first wrap must also show a pair that only parses when joined.
         first_wrap = pending.width is None
-        if (first_wrap or line.startswith("step:")) and not _straddle_ok(
+        if (first_wrap or (first == "s" and line[:5] == "step:")) and not _straddle_ok(
             last if SEP in last else pending.last, joiner, line
         ):
             return None
         pending.width = width
         return joiner
 
-    def _extend(self, joiner: str, line: str) -> list[StepLine]:
-        pending = self._pending
-        assert pending is not None
-        if joiner:
-            pending.parts.append(joiner)
-        pending.parts.append(line)
-        pending.last_len = len(line)
-        return []
-
     def _flush_pending(self) -> list[StepLine]:
         pending, self._pending = self._pending, None
         if pending is None:
             return []
-        text = "".join(pending.parts)
-        if "repeated" in text:
-            text = REPEATED_RE.sub("", text)
-        parsed = parse_row(text.rstrip(), pending.line)
+        parsed = parse_row(unrepeated("".join(pending.parts)), pending.line)
         return [parsed] if parsed is not None else []
 
     # -- pprinted validation dicts ------------------------------------------------------------
@@ -416,14 +326,13 @@ def read_console(
 
     def put(rows: list[StepLine]) -> None:
         for row in rows:
-            if row.values:
-                run.put_many(row.step, row.values, f"{source}:{row.line}", row.originals)
+            if row.names:
+                run.put_row(row.step, row.names, row.packed, f"{source}:{row.line}", row.originals)
 
+    stream = iter(lines)
     with gc_paused():
-        for line in lines:
-            rows = parser.feed(line)
-            if rows:
-                put(rows)
+        for batch in iter(lambda: list(islice(stream, BATCH)), []):
+            put(parser.feed_lines(batch))
         put(parser.finish())
     for kind, values in parser.validation.items():
         run.validation.setdefault(kind, {}).update(values)

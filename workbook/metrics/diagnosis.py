@@ -1,9 +1,10 @@
 """Why a run failed, in one line, with the log lines that show it.
 
 A failed verl run leaves its cause somewhere in Ray's noise: a worker's traceback, a Ray wrapper
-around it (``RayTaskError(OutOfMemoryError)``), Hydra's short config message, an Ascend error code.
-:class:`Diagnoser` reads the log line by line (streaming) and keeps *signals*: lines that name a
-failure, classified by what they say. At the end it picks the root cause:
+around it (``RayTaskError(OutOfMemoryError)``), Hydra's short config message, an Ascend error code
+(``failures`` says what each looks like). :class:`Diagnoser` reads the log line by line
+(streaming) and keeps *signals*: lines that name a failure, classified by what they say. At the
+end it picks the root cause:
 
 * a signal is *fatal* only if the run made no step progress after it (a worker traceback in a run
   that went on to later steps is noise);
@@ -22,51 +23,31 @@ step k``), so a bare log is judged against its own expectations.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from workbook.errors import MetricsError
-from workbook.metrics.console import clean, find_row, ray_prefix, strip_prefix
+from workbook.metrics.console import clean, ray_prefix, strip_prefix
+from workbook.metrics.failures import (
+    CONFIG_FRAME_RE,
+    EXCEPTION_RE,
+    IMPORT_RE,
+    KEYWORDS,
+    KILL_EXIT_CODES,
+    LABELS,
+    PATTERNS,
+    PRIORITY,
+    TASK_RE,
+    WRAPPER_RE,
+)
 from workbook.metrics.lines import iter_lines
 from workbook.metrics.loading import is_jsonl_file, load_metrics
 from workbook.metrics.model import RunMetrics
+from workbook.metrics.rows import find_row
 from workbook.runs import RUN_FILES, RunDir
 
 STATUSES = ("succeeded", "failed", "incomplete", "stopped")
-# Most specific first: the first category present among fatal signals is the root cause.
-PRIORITY = (
-    "config_error",
-    "import_error",
-    "oom",
-    "collective_timeout",
-    "python_exception",
-    "worker_died",
-    "killed",
-)
-CATEGORIES = PRIORITY + ("timeout", "stopped", "diverged", "unknown", "none")
-LABELS = {
-    "oom": "Out of memory",
-    "collective_timeout": "Collective communication failed or timed out",
-    "worker_died": "A Ray worker/actor died",
-    "config_error": "Configuration error",
-    "import_error": "Import failed",
-    "python_exception": "Python exception",
-    "killed": "Killed",
-    "timeout": "Timed out",
-    "stopped": "Stopped by the user",
-    "diverged": "Training diverged",
-    "unknown": "Failed without a recognisable error in the log",
-    "none": "No failure",
-}
-KILL_EXIT_CODES = {
-    -9: "SIGKILL",
-    -15: "SIGTERM",
-    -2: "SIGINT",
-    130: "SIGINT",
-    137: "SIGKILL",
-    143: "SIGTERM",
-}
 STOP_STATUSES = ("stopped", "timeout")
 # What the log says about the run itself (see the module docstring).
 _PROGRESS_RE = re.compile(r"Training Progress:[^|\n]*\|[^|\n]*\|\s*(\d+)/(\d+)")
@@ -76,76 +57,6 @@ _REPLAYED_RE = re.compile(r"RolloutTqSkip\(\)\].*Injected .* at current step (\d
 MAX_EVIDENCE = 6
 MAX_LINE = 400
 MAX_SIGNALS = 5000
-
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "config_error",
-        re.compile(
-            r"Could not override '|Could not append to config|is not in struct|Key '[^']+' not in '"
-            r"|omegaconf\.errors\.\w+|ConfigKeyError|ConfigAttributeError|ConfigTypeError"
-            r"|ConfigCompositionException|OverrideParseException|Error parsing override"
-            r"|Error merging override|MissingConfigException|Cannot find primary config"
-            r"|Missing mandatory value|could not be converted to (?:Integer|Float|Boolean)"
-            r"|Total available [GN]PUs \d+ is less than total desired [GN]PUs \d+"
-        ),
-    ),
-    (
-        "oom",
-        re.compile(
-            r"OutOfMemoryError|CUDA out of memory|NPU out of memory|CUDA error: out of memory"
-            r"|out of memory\. Tried to allocate|killed due to the node running low on memory"
-            r"|killed due to memory pressure|No available memory for the cache blocks"
-            r"|\bEL0004\b|^(?:\w+\.)*MemoryError\b"
-        ),
-    ),
-    (
-        "collective_timeout",
-        re.compile(
-            r"Watchdog caught collective operation timeout"
-            r"|watchdog thread terminated with exception|\bEI000[2-6]\b"
-            r"|NCCL communicator was aborted|Some NCCL operations have failed or timed out"
-            r"|ProcessGroup[NH]CCL.{0,200}(?:[Tt]imed? ?out|[Tt]imeout)|\[c10d\].{0,200}timed out"
-            r"|DistStoreError.{0,200}[Tt]imed out|socket has timed out|Socket Timeout"
-            r"|ncclSystemError|ncclInternalError|ncclRemoteError|HCCL.{0,80}[Tt]ime ?out"
-            r"|wait socket establish timeout"
-        ),
-    ),
-    (
-        "worker_died",
-        re.compile(
-            r"ActorDiedError|RayActorError|The actor died unexpectedly|The actor is dead because"
-            r"|A worker died or was killed while executing a task|WorkerCrashedError|NodeDiedError"
-            r"|marked dead because the detector has missed too many heartbeats|LocalRayletDiedError"
-            r"|ActorUnavailableError|Worker exit type: SYSTEM_ERROR"
-            # Ray's own node never came up (raylet/GCS start-up on an overloaded host)
-            r"|The current node timed out during startup"
-        ),
-    ),
-    ("killed", re.compile(r"^Killed\s*$|^Terminated\s*$|received signal SIGTERM|Received SIGTERM")),
-)
-_IMPORT_RE = re.compile(
-    r"^(?:ModuleNotFoundError|ImportError)\b|RayTaskError\((?:ModuleNotFoundError|ImportError)\)"
-)
-_EXCEPTION_RE = re.compile(
-    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Iteration))"
-    r"(?:\((?P<inner>[\w.]+)\))?(?::|$)"
-)
-# Frames of verl's config validation: an exception raised there is a bad setting, not a bug.
-_CONFIG_FRAME_RE = re.compile(
-    r"/verl/(?:utils/config\.py|workers/config/|trainer/config/)"
-    r"|in (?:validate_config|omega_conf_to_dataclass)\b"
-)
-_WRAPPER_RE = re.compile(r"^ray\.exceptions\.RayTaskError\b|^Error executing job with overrides")
-_TASK_RE = re.compile(r"ray::([\w.<>]+)\(")
-# Every pattern above contains one of these; a line with none of them is skipped cheaply
-# (substring tests run at memory speed, a regex alternation does not).
-_KEYWORDS = (
-    "rror", "xception", "Traceback", "Exit", "Interrupt", "Failure", "Iteration",
-    "out of memory", "OutOfMemory", "low on memory", "memory pressure", "available memory",
-    "EI00", "EL00", "imed out", "ime out", "imeout", "atchdog", "NCCL", "nccl", "HCCL",
-    "died", "dead", "SYSTEM_ERROR", "verride", "struct", "not in '", "config", "mandatory",
-    "converted to", "GPUs", "NPUs", "Killed", "Terminated", "SIGTERM",
-)  # fmt: skip
 
 
 @dataclass
@@ -208,10 +119,10 @@ class Diagnoser:
     def _wrapped_root(self, content: str) -> bool:
         """The ``AssertionError: ...`` line a ``RayTaskError(AssertionError)`` wraps is the root
         cause, even where Ray prints it without a ``Traceback`` header of its own."""
-        match = _EXCEPTION_RE.match(content)
+        match = EXCEPTION_RE.match(content)
         if match is None:
             return False
-        if match.group("inner") and _WRAPPER_RE.match(content):
+        if match.group("inner") and WRAPPER_RE.match(content):
             self._wrapped.add(match.group("inner").rsplit(".", 1)[-1])
             return False
         return match.group("type").rsplit(".", 1)[-1] in self._wrapped
@@ -226,12 +137,12 @@ class Diagnoser:
                 step = int(row[5 : row.find(" ")] if " " in row else row[5:])
                 self.max_step = step if self.max_step is None else max(self.max_step, step)
                 return
-        if not self._trace and not any(word in raw for word in _KEYWORDS):
+        if not self._trace and not any(word in raw for word in KEYWORDS):
             return
         line = clean(raw)
         prefix = ray_prefix(line)
         content = strip_prefix(line)
-        task = _TASK_RE.search(content)
+        task = TASK_RE.search(content)
         if task and "RayTaskError" in content:
             self._task[prefix] = task.group(1)
         wrapped_root = self._wrapped_root(content)
@@ -245,7 +156,7 @@ class Diagnoser:
                     line.strip()[:MAX_LINE],
                     content.strip()[:MAX_LINE],
                     self.max_step,
-                    not _WRAPPER_RE.match(content),
+                    not WRAPPER_RE.match(content),
                     self._task.get(prefix),
                 )
             )
@@ -285,16 +196,16 @@ class Diagnoser:
             self._chained.add(prefix)
             return False
         if state == 0:
-            return bool(_EXCEPTION_RE.match(content)) and "." in content.split(":", 1)[0]
+            return bool(EXCEPTION_RE.match(content)) and "." in content.split(":", 1)[0]
         if content[:1] in (" ", "\t") or not content:
             if state == 2 and not content.lstrip().startswith('File "'):
                 self._trace.pop(prefix, None)
                 return False
-            if _CONFIG_FRAME_RE.search(content):
+            if CONFIG_FRAME_RE.search(content):
                 self._config_frames.add(prefix)
             self._trace[prefix] = 1
             return False
-        if _EXCEPTION_RE.match(content):
+        if EXCEPTION_RE.match(content):
             self._trace[prefix] = 2  # Ray prints further frames under its wrapper line
             return True
         self._trace.pop(prefix, None)
@@ -302,11 +213,11 @@ class Diagnoser:
 
     @staticmethod
     def _classify(content: str, exception: bool, in_config_code: bool) -> str | None:
-        for category, pattern in _PATTERNS:
+        for category, pattern in PATTERNS:
             if pattern.search(content):
                 return category
         if exception:
-            if _IMPORT_RE.search(content):
+            if IMPORT_RE.search(content):
                 return "import_error"
             return "config_error" if in_config_code else "python_exception"
         return None

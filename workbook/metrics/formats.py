@@ -5,7 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import math
-from typing import IO, Iterator
+from collections.abc import Iterator
+from typing import IO
 
 from workbook.metrics.model import RunMetrics
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Iterable
 from operator import itemgetter
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
-from workbook.metrics.console import StepLine
 from workbook.metrics.lines import gc_paused
-from workbook.metrics.model import RunMetrics
-from workbook.metrics.names import KeyPlan, plan_for
+from workbook.metrics.model import RunMetrics, pack, packer
+from workbook.metrics.names import plan_for
+from workbook.metrics.rows import StepLine
 
 try:  # verl's own writer; about 3x faster than the standard library on these lines
     import orjson
@@ -26,7 +27,7 @@ try:  # verl's own writer; about 3x faster than the standard library on these li
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
             return json.loads(raw)  # the standard library also reads NaN/Infinity literals
-except ImportError:  # pragma: no cover - orjson comes with verl
+except ImportError:  # pragma: no cover - a dependency (pyproject.toml)
 
     def _loads(raw: str | bytes) -> Any:
         return json.loads(raw)
@@ -49,22 +50,25 @@ def parse_record(raw: str | bytes, line: int) -> StepLine | None:
     values = list(data.values())
     kinds = tuple(map(type, values))
     plan = _record_plan(tuple(data), kinds)
-    numbers = list(map(float, plan.take(values))) if plan.take else []
-    for position, scale in plan.names.scales:
+    numbers = list(plan.take(values)) if plan.take else []
+    for position, scale in plan.scales:
         numbers[position] *= scale
-    out = dict(zip(plan.names.names, numbers))
-    if plan.nan_names:
-        out.update(dict.fromkeys(plan.nan_names, NAN))
-    return StepLine(int(step), out, plan.originals, line)
+    numbers += plan.nans
+    if plan.distinct:
+        return StepLine(int(step), plan.names, packer(len(numbers)).pack(*numbers), plan.originals, line)
+    merged = dict(zip(plan.names, numbers, strict=True))  # two logged names, one canonical: the later wins
+    return StepLine(int(step), tuple(merged), pack(list(merged.values())), plan.originals, line)
 
 
 class _RecordPlan(NamedTuple):
-    """Which values of a record (by position) are numbers, which are null, and their names."""
+    """Which values of a record (by position) are numbers and which are null, and their names."""
 
     take: Callable[[list[Any]], Iterable[Any]] | None
-    names: KeyPlan
-    nan_names: tuple[str, ...]
+    names: tuple[str, ...]  # canonical names of the numbers, then of the nulls
+    scales: tuple[tuple[int, float], ...]
+    nans: list[float]  # a NaN per null
     originals: dict[str, str]
+    distinct: bool
 
 
 _record_plans: dict[tuple[tuple[str, ...], tuple[type, ...]], _RecordPlan] = {}
@@ -88,7 +92,11 @@ def _record_plan(keys: tuple[str, ...], kinds: tuple[type, ...]) -> _RecordPlan:
         plan_for(tuple(keys[i] for i in numeric)),
         plan_for(tuple(keys[i] for i in nulls)),
     )
-    plan = _RecordPlan(take, numbers, nans.names, {**numbers.originals, **nans.originals})
+    names = numbers.names + nans.names
+    plan = _RecordPlan(
+        take, names, numbers.scales, [NAN] * len(nulls),
+        {**numbers.originals, **nans.originals}, len(set(names)) == len(names),
+    )
     if len(_record_plans) >= 4096:
         _record_plans.clear()
     _record_plans[(keys, kinds)] = plan
@@ -124,7 +132,7 @@ def read_jsonl(lines: Iterable[str | bytes], source: str = "metrics.jsonl") -> R
     with gc_paused():
         for line in lines:
             for row in parser.feed(line):
-                run.put_many(row.step, row.values, f"{source}:{row.line}", row.originals)
+                run.put_row(row.step, row.names, row.packed, f"{source}:{row.line}", row.originals)
     return run
 
 

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Callable, Iterator, Protocol
+from typing import Protocol
 
-from workbook.metrics.console import ConsoleParser, StepLine
+from workbook.metrics.console import ConsoleParser
 from workbook.metrics.jsonl import JsonlParser, looks_like_jsonl
 from workbook.metrics.lines import LineSplitter
 from workbook.metrics.model import RunMetrics
+from workbook.metrics.rows import StepLine
 from workbook.runs import RUN_FILES
 
 StepUpdate = tuple[int, dict[str, float]]
@@ -77,7 +79,7 @@ class _Merger:
         for row in rows:
             values = row.values
             if stream.kind != "jsonl":
-                known = self.metrics.sources.get(row.step, {})
+                known: Mapping[str, str] = self.metrics.sources.get(row.step, {})
                 values = {
                     k: v for k, v in values.items() if not known.get(k, "").startswith(JSONL_SOURCE)
                 }

@@ -8,9 +8,9 @@ name: a JSONL file saved as ``.log`` is still JSONL.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import chain
 from pathlib import Path
-from typing import Iterator
 
 from workbook.errors import MetricsError
 from workbook.metrics.console import read_console
@@ -44,7 +44,7 @@ def load_metrics(path: Path) -> RunMetrics:
 def read_metrics_file(path: Path) -> RunMetrics:
     """One file, JSONL or console text by its first non-empty line; sources name the file."""
     try:
-        lines = iter_lines(path)
+        lines = iter_lines(path, keepends=True)  # both readers strip the newline themselves
         head: list[str] = []
         for line in lines:
             head.append(line)

@@ -2,31 +2,214 @@
 
 NaN stays NaN (verl writes it as JSON ``null``); a metric a step did not log is simply absent.
 Names are canonical (see ``names.py``); the name as logged is kept in ``original_names``.
+
+A long run has 10^5 steps of about 100 metrics, so a dict of float objects per step (and a
+source string per value) would cost gigabytes. A step is stored as the row it was logged as:
+its names, a tuple shared by every step that logged the same keys, its values packed as C
+doubles (8 bytes each) and one source for the row. ``steps`` and ``sources`` are read-only
+mapping views over those rows, so ``metrics.steps[s].get(name)`` still reads like dicts.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from struct import Struct
+from typing import TypeVar, cast
+
+_DOUBLE = Struct("d")
+_packers: dict[int, Struct] = {}
 
 
-@dataclass
+def packer(count: int) -> Struct:
+    """The ``Struct`` that packs ``count`` doubles (cached: rows repeat their length)."""
+    found = _packers.get(count)
+    if found is None:
+        found = _packers[count] = Struct(f"{count}d")
+    return found
+
+
+def pack(values: Sequence[float]) -> bytes:
+    """Numbers as the packed doubles a row stores (ints and bools become floats)."""
+    return packer(len(values)).pack(*values)
+
+
+class _Layout:
+    """The names of a row and where each one sits, shared by every row with those names."""
+
+    __slots__ = ("index", "names", "struct")
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.index = {name: i for i, name in enumerate(names)}
+        self.struct = packer(len(names))
+
+
+_layouts: dict[tuple[str, ...], _Layout] = {}
+
+
+def _layout(names: tuple[str, ...]) -> _Layout:
+    found = _layouts.get(names)
+    if found is None:
+        if len(_layouts) >= 4096:  # bounded; rows keep their layout, only sharing is lost
+            _layouts.clear()
+        found = _layouts[names] = _Layout(names)
+    return found
+
+
+class _Row:
+    """One step: names (via the layout), packed values, and one source or one per name."""
+
+    __slots__ = ("layout", "packed", "sources")
+
+    def __init__(self, layout: _Layout, packed: bytes, sources: str | tuple[str, ...]) -> None:
+        self.layout = layout
+        self.packed = packed
+        self.sources = sources
+
+    def get(self, name: str) -> float | None:
+        i = self.layout.index.get(name)
+        return None if i is None else _DOUBLE.unpack_from(self.packed, 8 * i)[0]
+
+    def values(self) -> tuple[float, ...]:
+        return self.layout.struct.unpack(self.packed)
+
+    def source_list(self) -> Sequence[str]:
+        sources = self.sources
+        return [sources] * len(self.layout.names) if isinstance(sources, str) else sources
+
+    def merge(self, names: Sequence[str], values: Sequence[float], sources: str | Sequence[str]) -> None:
+        """Add or replace values; the row object stays the same, so views of it see the change."""
+        if not names:
+            return
+        if names == self.layout.names and isinstance(sources, str):  # the same row again
+            self.packed = self.layout.struct.pack(*values)
+            self.sources = sources
+            return
+        merged = dict(zip(self.layout.names, self.values(), strict=True))
+        merged.update(zip(names, values, strict=True))
+        origin = dict(zip(self.layout.names, self.source_list(), strict=True))
+        if isinstance(sources, str):
+            origin.update(dict.fromkeys(names, sources))
+        else:
+            origin.update(zip(names, sources, strict=True))
+        self.layout = _layout(tuple(merged))
+        self.packed = self.layout.struct.pack(*merged.values())
+        distinct = set(origin.values())
+        self.sources = distinct.pop() if len(distinct) == 1 else tuple(origin.values())
+
+
+class _OfRow:
+    """A read-only mapping over one row's names (the views below)."""
+
+    __slots__ = ("_row",)
+
+    def __init__(self, row: _Row) -> None:
+        self._row = row
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._row.layout.index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._row.layout.names)
+
+    def __len__(self) -> int:
+        return len(self._row.layout.names)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))  # type: ignore[attr-defined]
+
+
+class StepValues(_OfRow, Mapping[str, float]):
+    """Read-only ``{metric: value}`` of one step (compares equal to the same dict)."""
+
+    __slots__ = ()
+
+    def __getitem__(self, name: str) -> float:
+        value = self._row.get(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def get(self, name: str, default: float | None = None) -> float | None:  # type: ignore[override]
+        value = self._row.get(name)
+        return default if value is None else value
+
+    def to_dict(self) -> dict[str, float]:
+        return dict(zip(self._row.layout.names, self._row.values(), strict=True))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return self.to_dict() == (other.to_dict() if isinstance(other, StepValues) else dict(other))
+
+    def __repr__(self) -> str:
+        return repr(self.to_dict())
+
+
+class StepSources(_OfRow, Mapping[str, str]):
+    """Read-only ``{metric: source}`` of one step, e.g. ``{"actor/pg_loss": "run.log:120"}``."""
+
+    __slots__ = ()
+
+    def __getitem__(self, name: str) -> str:
+        i = self._row.layout.index[name]
+        sources = self._row.sources
+        return sources if isinstance(sources, str) else sources[i]
+
+
+_View = TypeVar("_View", StepValues, StepSources)
+
+
+class ByStep(Mapping[int, _View]):
+    """``{step: view of that step}``, read-only, in the order the steps were first logged."""
+
+    __slots__ = ("_rows", "_view")
+
+    def __init__(self, rows: dict[int, _Row], view: type[_View]) -> None:
+        self._rows = rows
+        self._view: type[_View] = view
+
+    def __getitem__(self, step: int) -> _View:
+        return self._view(self._rows[step])
+
+    def __contains__(self, step: object) -> bool:
+        return step in self._rows
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+
 class RunMetrics:
     """Metrics of one run, keyed by step then canonical metric name."""
 
-    steps: dict[int, dict[str, float]] = field(default_factory=dict)
-    # step -> metric -> where the value came from, e.g. "metrics.jsonl:3" or "run.log:120"
-    sources: dict[int, dict[str, str]] = field(default_factory=dict)
-    # canonical name -> name as it appeared in the log, when they differ
-    original_names: dict[str, str] = field(default_factory=dict)
-    # validation dicts verl pprints outside step lines: "initial" / "final" -> metric -> value
-    validation: dict[str, dict[str, float]] = field(default_factory=dict)
+    def __init__(self) -> None:
+        self._rows: dict[int, _Row] = {}
+        # canonical name -> name as it appeared in the log, when they differ
+        self.original_names: dict[str, str] = {}
+        # validation dicts verl pprints outside step lines: "initial" / "final" -> metric -> value
+        self.validation: dict[str, dict[str, float]] = {}
+        self._layout_hint: _Layout | None = None
+
+    @property
+    def steps(self) -> ByStep[StepValues]:
+        """step -> metric -> value (read-only; write with :meth:`put` / :meth:`put_many`)."""
+        return ByStep(self._rows, StepValues)
+
+    @property
+    def sources(self) -> ByStep[StepSources]:
+        """step -> metric -> where the value came from, e.g. "metrics.jsonl:3" or "run.log:120"."""
+        return ByStep(self._rows, StepSources)
 
     def put(self, step: int, name: str, value: float, source: str, original: str | None = None) -> None:
         """Record one value; a later put for the same step and name replaces the earlier."""
-        self.steps.setdefault(step, {})[name] = value
-        self.sources.setdefault(step, {})[name] = source
+        self.put_row(step, (name,), _DOUBLE.pack(value), source)
         if original is not None and original != name:
             self.original_names[name] = original
 
@@ -34,68 +217,132 @@ class RunMetrics:
         self, step: int, data: dict[str, float], source: str,
         originals: dict[str, str] | None = None, *, changes: bool = False,
     ) -> dict[str, float]:
-        """Record one logged line's values at once (the readers' fast path).
+        """Record one logged line's values at once.
 
         With ``changes=True`` returns the values that are new or changed, so a live reader
         yields a duplicated line (Ray job logs can repeat the trainer's lines) only once.
         """
-        mine = self.steps.setdefault(step, {})
-        changed = {k: v for k, v in data.items() if not _same(mine.get(k), v)} if changes else {}
-        mine.update(data)
-        self.sources.setdefault(step, {}).update(dict.fromkeys(data, source))
-        if originals:
-            self.original_names.update(originals)
+        changed: dict[str, float] = {}
+        if changes:
+            row = self._rows.get(step)
+            changed = dict(data) if row is None else {
+                k: v for k, v in data.items() if not _same(row.get(k), v)
+            }
+        self.put_row(step, tuple(data), pack(list(data.values())), source, originals)
         return changed
 
-    def fill_from(self, other: "RunMetrics") -> None:
+    def put_row(
+        self, step: int, names: tuple[str, ...], packed: bytes, source: str,
+        originals: dict[str, str] | None = None,
+    ) -> None:
+        """The readers' fast path: distinct names and their values packed by :func:`pack`."""
+        row = self._rows.get(step)
+        if row is None:
+            layout = self._layout_hint  # the previous row's, most often: no tuple to hash
+            if layout is None or layout.names is not names:
+                layout = self._layout_hint = _layout(names)
+            self._rows[step] = _Row(layout, packed, source)
+        else:
+            row.merge(names, packer(len(names)).unpack(packed), source)
+        if originals:
+            self.original_names.update(originals)
+
+    def fill_from(self, other: RunMetrics) -> None:
         """Add what ``other`` has and this lacks (this one wins where both have a value)."""
-        for step, data in other.steps.items():
-            mine = self.steps.setdefault(step, {})
-            for name, value in data.items():
-                if name not in mine:
-                    self.put(step, name, value, other.sources.get(step, {}).get(name, ""),
-                             other.original_names.get(name))
+        copied: dict[int, _Layout] = {}
+        added: set[str] = set()
+        # (my layout, theirs) -> positions of theirs I lack; the layouts ride along so that
+        # their ids stay theirs while this runs
+        missing: dict[tuple[int, int], tuple[_Layout, _Layout, list[int]]] = {}
+        for step, theirs in other._rows.items():
+            mine = self._rows.get(step)
+            if mine is None:
+                self._rows[step] = _Row(theirs.layout, theirs.packed, theirs.sources)
+                copied[id(theirs.layout)] = theirs.layout
+                continue
+            key = (id(mine.layout), id(theirs.layout))
+            found = missing.get(key)
+            if found is None:
+                have = mine.layout.index
+                new = [i for i, name in enumerate(theirs.layout.names) if name not in have]
+                found = missing[key] = (mine.layout, theirs.layout, new)
+            new = found[2]
+            if new:
+                names, numbers = theirs.layout.names, theirs.values()
+                sources = theirs.source_list()
+                mine.merge([names[i] for i in new], [numbers[i] for i in new], [sources[i] for i in new])
+                added.update(names[i] for i in new)
+        for layout in copied.values():
+            added.update(layout.names)
+        self.original_names.update(
+            (name, logged) for name, logged in other.original_names.items() if name in added
+        )
         for kind, values in other.validation.items():
             mine_val = self.validation.setdefault(kind, {})
             for name, value in values.items():
                 mine_val.setdefault(name, value)
 
+    def _layouts(self) -> list[_Layout]:
+        """The distinct layouts of the rows (a run has a handful, however many steps)."""
+        return list({id(row.layout): row.layout for row in self._rows.values()}.values())
+
     def names(self) -> list[str]:
         """Every metric name logged at any step, sorted."""
-        return sorted({n for data in self.steps.values() for n in data})
+        return sorted({name for layout in self._layouts() for name in layout.names})
 
     def series(self, name: str) -> dict[int, float]:
         """``{step: value}`` in step order for one metric (steps without it are left out)."""
-        return {s: d[name] for s, d in sorted(self.steps.items()) if name in d}
+        out: dict[int, float] = {}
+        rows = self._rows
+        for step in sorted(rows):
+            row = rows[step]
+            i = row.layout.index.get(name)
+            if i is not None:
+                out[step] = _DOUBLE.unpack_from(row.packed, 8 * i)[0]
+        return out
 
     def has(self, name: str) -> bool:
-        return any(name in d for d in self.steps.values())
+        return any(name in row.layout.index for row in self._rows.values())
 
     @property
     def step_numbers(self) -> list[int]:
-        return sorted(self.steps)
+        return sorted(self._rows)
 
     @property
     def last_step(self) -> int | None:
-        return max(self.steps) if self.steps else None
+        return max(self._rows) if self._rows else None
 
     def __len__(self) -> int:
-        return len(self.steps)
+        return len(self._rows)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunMetrics):
+            return NotImplemented
+        return (
+            self.steps == other.steps
+            and self.sources == other.sources
+            and self.original_names == other.original_names
+            and self.validation == other.validation
+        )
+
+    def __repr__(self) -> str:
+        return f"RunMetrics({len(self._rows)} steps, {len(self.names())} metrics)"
 
     def records(self) -> Iterator[dict[str, object]]:
         """File-logger shaped records in step order, NaN and infinities as ``None``."""
-        for step in sorted(self.steps):
-            data = {k: (None if not math.isfinite(v) else v) for k, v in sorted(self.steps[step].items())}
-            yield {"step": step, "data": data}
+        for step in sorted(self._rows):
+            row = self._rows[step]
+            pairs = sorted(zip(row.layout.names, row.values(), strict=True))
+            yield {"step": step, "data": {k: (v if math.isfinite(v) else None) for k, v in pairs}}
 
     @classmethod
-    def from_records(cls, records: Iterable[dict[str, object]], source: str = "") -> "RunMetrics":
+    def from_records(cls, records: Iterable[dict[str, object]], source: str = "") -> RunMetrics:
         """Inverse of :meth:`records` (``None`` becomes NaN)."""
         run = cls()
         for rec in records:
-            step = int(rec["step"])  # type: ignore[arg-type]
-            for name, value in dict(rec["data"]).items():  # type: ignore[arg-type]
-                run.put(step, name, float("nan") if value is None else float(value), source)
+            logged = cast("dict[str, float | None]", dict(rec["data"]))  # type: ignore[call-overload]
+            data = {str(k): math.nan if v is None else float(v) for k, v in logged.items()}
+            run.put_many(int(cast("int | str", rec["step"])), data, source)
         return run
 
 
