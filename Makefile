@@ -33,7 +33,7 @@ browser:
 
 # Lint and type-check the package, then every test (the real-run ones run the smoke suite).
 test: $(STAMP) browser
-	$(BIN)/python -m ruff check workbook
+	$(BIN)/python -m ruff check workbook tests benchmarks
 	$(BIN)/python -m mypy -p workbook
 	$(BIN)/python -m pytest
 

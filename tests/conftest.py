@@ -21,9 +21,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -128,7 +128,7 @@ def cpu_assets(session_env: dict[str, str]):  # type: ignore[no-untyped-def]
 class HeavyLock:
     """One real verl run or Ray cluster at a time on this machine (2 cores, 24 GiB)."""
 
-    def __enter__(self) -> "HeavyLock":
+    def __enter__(self) -> HeavyLock:
         self.handle = open("/tmp/wb-heavy.lock", "w")
         fcntl.flock(self.handle, fcntl.LOCK_EX)
         return self

@@ -30,7 +30,8 @@ import functools
 import os
 import signal
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 FAULTS = ("pg_loss_x2", "ignore_clip", "slow_update", "kill_worker", "crash", "nan_loss")
 SLOW_S = 1.2

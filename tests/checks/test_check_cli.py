@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 

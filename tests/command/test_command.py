@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from workbook.command import as_json, as_shell, build_plan
-from workbook.command import hydra
+from workbook.command import as_json, as_shell, build_plan, hydra
 from workbook.params import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]

@@ -36,7 +36,7 @@ def test_every_line_reaches_run_log_and_the_sink_in_order(run_dir: RunDir) -> No
 
 def test_plan_env_reaches_the_child_and_pythonpath_is_prepended(run_dir: RunDir) -> None:
     env = child_env(Plan([], {"PYTHONPATH": "/first", "WB_X": "1"}), {"PYTHONPATH": "/later"})
-    assert env["PYTHONPATH"] == f"/first:/later" and env["WB_X"] == "1"
+    assert env["PYTHONPATH"] == "/first:/later" and env["WB_X"] == "1"
     out = LocalLauncher().run(py("import os; print(os.environ['WB_X'])", WB_X="hello"), run_dir)
     assert run_dir.file("log").read_text().strip() == "hello" and out.ok
 

@@ -107,7 +107,7 @@ class _Checker(HTMLParser):
 
 
 def _writer(root: str, count: int) -> None:
-    for i in range(count):
+    for _ in range(count):
         write_index(Path(root))
 
 

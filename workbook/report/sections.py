@@ -19,7 +19,15 @@ from typing import Any
 from workbook import provenance
 from workbook.plots.panels import Panel, build_panels, regression_panel
 from workbook.report.page import banner_style, status_style
-from workbook.report.view import RunView, band_of, bands, date_text, duration_text, load_view
+from workbook.report.view import (
+    RunView,
+    band_of,
+    bands,
+    date_text,
+    duration_text,
+    finite_number,
+    load_view,
+)
 
 _e = html.escape
 CHECKS_NOTE = (
@@ -152,8 +160,8 @@ def plots(run: Any) -> Section:
         )
     panels = build_panels(
         v.metrics,
-        clip_ratio_low=_float(v.run.get("clip_ratio_low")),
-        clip_ratio_high=_float(v.run.get("clip_ratio_high")),
+        clip_ratio_low=finite_number(v.run.get("clip_ratio_low")),
+        clip_ratio_high=finite_number(v.run.get("clip_ratio_high")),
         bands=bands(v.rows),
     )
     return Section(
@@ -342,13 +350,6 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return "" if value is None else str(value)
-
-
-def _float(value: Any) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
 
 
 def panel_keys(sections: Iterable[Section]) -> list[str]:

@@ -16,7 +16,7 @@ from statistics import fmean
 from typing import Any
 
 from workbook.metrics.model import RunMetrics
-from workbook.report.view import load_view
+from workbook.report.view import finite_number, load_view
 from workbook.runs import RUN_FILES, is_run_dir, write_atomic
 
 CACHE = ".summary.json"
@@ -131,7 +131,7 @@ def _compute(run_dir: Path) -> RunSummary:
         reason=reason,
         steps=view.steps_reached,
         expected_steps=_int(view.run.get("expected_steps")),
-        wall_time_s=_float(view.run.get("wall_time_s")),
+        wall_time_s=finite_number(view.run.get("wall_time_s")),
         has_report=(run_dir / RUN_FILES["report"]).is_file(),
         headline=headline(view.metrics),
         out_of_band=out,
@@ -149,14 +149,6 @@ def _signature(run_dir: Path) -> list[Any]:
     return sig
 
 
-def _float(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def _int(value: Any) -> int | None:
-    number = _float(value)
+    number = finite_number(value)
     return int(number) if number is not None else None

@@ -184,16 +184,16 @@ def band_of(row: dict[str, Any]) -> Band | None:
     base = row.get("baseline")
     if isinstance(base, dict):
         series = {
-            int(k): float(v) for k, v in (base.get("series") or {}).items() if _num(v) is not None
+            int(k): float(v) for k, v in (base.get("series") or {}).items() if finite_number(v) is not None
         }
-        band = Band(_num(base.get("value")), _num(base.get("low")), _num(base.get("high")), series)
+        band = Band(finite_number(base.get("value")), finite_number(base.get("low")), finite_number(base.get("high")), series)
     else:
-        band = Band(_num(base), _num(row.get("lower")), _num(row.get("upper")))
+        band = Band(finite_number(base), finite_number(row.get("lower")), finite_number(row.get("upper")))
     window = row.get("window")
     if (
         isinstance(window, (list, tuple))
         and len(window) == 2
-        and all(_num(w) is not None for w in window)
+        and all(finite_number(w) is not None for w in window)
     ):
         band = Band(band.value, band.low, band.high, band.series, (int(window[0]), int(window[1])))
     if band.value is None and band.low is None and band.high is None and not band.series:
@@ -202,7 +202,7 @@ def band_of(row: dict[str, Any]) -> Band | None:
 
 
 def duration_text(seconds: Any) -> str:
-    value = _num(seconds)
+    value = finite_number(seconds)
     if value is None:
         return "unknown"
     minutes, secs = divmod(round(value), 60)
@@ -229,7 +229,8 @@ def _verdict_of(source: Any, reason: str) -> tuple[str, str]:
     return "", ""
 
 
-def _num(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
+    """``value`` as a finite float, else None (run.json fields may be missing, text or NaN)."""
     try:
         number = float(value)
     except (TypeError, ValueError):
