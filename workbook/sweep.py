@@ -12,8 +12,12 @@ they train on included. With ``replay_rollouts`` the first point dumps its rollo
 other point replays them (verl's own rollout skip); a scenario that pins a dump already replays
 it in every point.
 
-Cost: with ``parallel`` > 1 the points share one local Ray cluster started once for the sweep
-(each point is a Ray job on it, ``parallel`` at a time), instead of each starting its own Ray.
+Cost: with ``parallel`` N > 1 the sweep starts N one-node local Ray clusters, one after another,
+and runs N points at a time, each a Ray job on a free cluster, instead of every point starting
+its own Ray. One verl run per cluster: verl's TransferQueue registers its controller as a
+cluster-wide named actor (``TransferQueueController`` in namespace ``transfer_queue``), so a
+second run on the same cluster attaches to the first one's queue, mixes its data and hangs when
+the first ends.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -147,13 +152,12 @@ def run_sweep(sweep: Sweep, *, runs_root: Path, parallel: int = 1, rerun: bool =
     todo = [p for p in sweep.points if rerun or p.status not in FINISHED]
     replay = _replay_sets(sweep, base)
     shared = parallel > 1 and base.launcher == "local" and base.nodes == 1
-    with _sweep_cluster(sweep, base, parallel if shared else 0) as address:
-        extra = [] if address is None else ["launcher=ray", f"ray.address={address}"]
+    with _sweep_clusters(sweep, base, parallel if shared else 0) as addresses:
+        lanes = [["launcher=ray", f"ray.address={a}"] for a in addresses] or [[]]
         if replay and todo and todo[0] is sweep.points[0]:
-            _run_points(sweep, todo[:1], replay(first=True) + extra, 1, runs_root, echo)
+            _run_points(sweep, todo[:1], replay(first=True), lanes[:1], runs_root, echo)
             todo = todo[1:]
-        _run_points(sweep, todo, (replay(first=False) if replay else []) + extra,
-                    parallel if shared else 1, runs_root, echo)
+        _run_points(sweep, todo, replay(first=False) if replay else [], lanes, runs_root, echo)
     _compare(sweep)
     return sweep
 
@@ -174,27 +178,54 @@ def _replay_sets(sweep: Sweep, base: Any) -> Any:
     return sets
 
 
-def _run_points(sweep: Sweep, points: list[Point], extra: list[str], parallel: int,
+def _run_points(sweep: Sweep, points: list[Point], sets: list[str], lanes: list[list[str]],
                 runs_root: Path, echo: bool) -> None:
-    """Run ``points`` as ``workbook run`` processes, ``parallel`` at a time, in order."""
-    running: list[tuple[Point, subprocess.Popen[bytes], float]] = []
+    """Run ``points`` as ``workbook run`` processes in order, one per lane at a time.
+
+    A lane is the overrides that put a point on its own cluster (none: the point starts its own).
+    SIGINT or SIGTERM stops launching, passes the stop on to the running points (their reports
+    still follow) and ends in KeyboardInterrupt once they have finished.
+    """
+    running: dict[int, tuple[Point, subprocess.Popen[bytes], float]] = {}
     queue = list(points)
-    try:
-        while queue or running:
-            while queue and len(running) < parallel:
-                point = queue.pop(0)
-                running.append(_start(sweep, point, extra, runs_root, echo))
+    with _forwarding_stop(running) as stopping:
+        while (queue and not stopping) or running:
+            for lane, extra in enumerate(lanes):
+                if queue and not stopping and lane not in running:
+                    running[lane] = _start(sweep, queue.pop(0), sets + extra, runs_root, echo)
             time.sleep(1.0)
-            for item in list(running):
-                point, proc, t0 = item
+            for lane, (point, proc, t0) in list(running.items()):
                 if proc.poll() is not None:
-                    running.remove(item)
+                    del running[lane]
                     _record(sweep, point, proc.returncode, time.monotonic() - t0)
-    except KeyboardInterrupt:  # the points' own workbook processes got the SIGINT too
-        for point, proc, t0 in running:
-            proc.wait()
-            _record(sweep, point, proc.returncode, time.monotonic() - t0)
-        raise
+    if stopping:
+        raise KeyboardInterrupt
+
+
+@contextmanager
+def _forwarding_stop(running: dict[int, tuple[Point, subprocess.Popen[bytes], float]]
+                     ) -> Iterator[list[str]]:
+    """Collect SIGINT/SIGTERM (the yielded list fills) and pass each on to the running points.
+
+    A terminal's Ctrl-C reaches the points already (same process group); a ``kill`` or a CI
+    runner's SIGTERM reaches only the sweep. A point asked twice stops once.
+    """
+    stopping: list[str] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        stopping.append(signal.Signals(signum).name)
+        print(f"\nsweep: stopping ({stopping[-1]}); no new points, the running ones stop",
+              file=sys.stderr, flush=True)
+        for _point, proc, _t0 in running.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stopping
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _start(sweep: Sweep, point: Point, extra: list[str], runs_root: Path, echo: bool
@@ -246,22 +277,23 @@ def _resume(sweep: Sweep) -> None:
 
 
 @contextmanager
-def _sweep_cluster(sweep: Sweep, scenario: Any, slots: int) -> Iterator[str | None]:
-    """One local Ray cluster for every point (``slots`` points at a time), or none."""
-    if not slots:
-        yield None
-        return
+def _sweep_clusters(sweep: Sweep, scenario: Any, count: int) -> Iterator[list[str]]:
+    """``count`` one-node local Ray clusters, started one after another; their addresses."""
     from workbook.launch import cluster
 
-    state_file = sweep.directory / "cluster.json"
+    state_files: list[Path] = []
     try:
-        state = cluster.up(1, cpus_per_node=32 * slots,
-                           devices_per_node=scenario.devices_per_node * slots,
-                           device_resource="NPU" if scenario.profile == "npu" else "GPU",
-                           state_file=state_file)
-        yield state.dashboard_url
+        addresses = []
+        for lane in range(1, count + 1):
+            state_files.append(sweep.directory / f"cluster-{lane}.json")
+            state = cluster.up(1, cpus_per_node=32, devices_per_node=scenario.devices_per_node,
+                               device_resource="NPU" if scenario.profile == "npu" else "GPU",
+                               state_file=state_files[-1])
+            addresses.append(state.dashboard_url)
+        yield addresses
     finally:
-        cluster.down(state_file)
+        for state_file in state_files:
+            cluster.down(state_file)
 
 
 def _compare(sweep: Sweep) -> None:

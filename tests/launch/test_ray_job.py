@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import socket
 import sys
 import time
@@ -180,6 +181,43 @@ def test_cluster_without_enough_devices_is_refused_before_submitting(
         job.run(numbered_lines_plan(1), run_dir)
     assert err.value.exit_code == 3
     assert not run_dir.file("log").exists()
+
+
+@pytest.mark.ray
+def test_cluster_already_running_a_verl_trainer_is_refused_naming_its_job(
+    ray_cluster: cluster.ClusterState, run_dir: RunDir
+) -> None:
+    """Stands in for a running verl job: it holds TransferQueue's cluster-wide controller name."""
+    holder = (
+        "import time, ray\n"
+        "ray.init()\n"
+        "@ray.remote(num_cpus=0)\n"
+        "class Controller:\n"
+        "    def ping(self): return 1\n"
+        "c = Controller.options(name='TransferQueueController', namespace='transfer_queue')"
+        ".remote()\n"
+        "ray.get(c.ping.remote())\n"
+        "time.sleep(300)\n"
+    )
+    client = ray_client.JobsClient.connect(ray_cluster.dashboard_url, ray_client.auth_token())
+    job_id = client.submit(entrypoint=shlex.join([sys.executable, "-c", holder]),
+                           submission_id=f"{run_dir.run_id}-holder", runtime_env={})
+    try:
+        deadline = time.monotonic() + 90
+        while not client.live_actors("TransferQueueController"):
+            assert time.monotonic() < deadline, client.logs(job_id)[-2000:]
+            time.sleep(1)
+        with pytest.raises(LaunchError, match=r"already runs a verl trainer") as err:
+            launcher(ray_cluster).run(numbered_lines_plan(1), run_dir)
+        assert err.value.exit_code == 3
+        assert not run_dir.file("log").exists()
+    finally:
+        client.stop(job_id)
+    deadline = time.monotonic() + 60
+    while client.live_actors("TransferQueueController"):  # gone with its job: the cluster is free
+        assert time.monotonic() < deadline
+        time.sleep(1)
+    assert launcher(ray_cluster).preflight()["nodes"]
 
 
 @pytest.mark.ray

@@ -70,3 +70,33 @@ def test_a_finished_point_is_kept_when_the_sweep_runs_again(tmp_path: Path, cpu_
     assert [p.status for p in again.points] == ["passed", "pending"]
     assert json.loads((again.directory / "sweep.json").read_text())["points"][0]["run_dir"] == (
         "/somewhere/run")
+
+
+def test_a_sigterm_to_the_sweep_reaches_its_running_points_as_a_stop(tmp_path: Path) -> None:
+    """CI's SIGTERM reaches only the sweep process; its points must still be asked to stop."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from workbook.sweep import Point, _forwarding_stop
+
+    waiter = ("import signal, sys, time\n"
+              "signal.signal(signal.SIGINT, lambda *_: (open(sys.argv[1], 'w').write('stop'),"
+              " sys.exit(0)))\n"
+              "open(sys.argv[1] + '.ready', 'w').close()\n"
+              "time.sleep(60)\n")
+    marks = [tmp_path / "a", tmp_path / "b"]
+    procs = [subprocess.Popen([sys.executable, "-c", waiter, str(m)]) for m in marks]
+    running = {lane: (Point(key=f"p{lane}", values={}), proc, 0.0)
+               for lane, proc in enumerate(procs)}
+    while not all(Path(f"{m}.ready").exists() for m in marks):
+        time.sleep(0.05)
+    with _forwarding_stop(running) as stopping:
+        os.kill(os.getpid(), signal.SIGTERM)
+        codes = [proc.wait(timeout=30) for proc in procs]
+
+    assert stopping == ["SIGTERM"]
+    assert codes == [0, 0] and [m.read_text() for m in marks] == ["stop", "stop"]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is put back

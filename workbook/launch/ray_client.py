@@ -21,6 +21,7 @@ import asyncio
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -153,6 +154,20 @@ def list_nodes(url: str, token: str | None, timeout_s: float = 10.0) -> list[Nod
     ]
 
 
+def live_actors(url: str, token: str | None, name: str, timeout_s: float = 10.0) -> list[str]:
+    """Job ids holding a live actor named ``name``, from the dashboard's state API."""
+    query = urllib.parse.urlencode([("limit", 100), ("filter_keys", "name"),
+                                    ("filter_predicates", "="), ("filter_values", name),
+                                    ("filter_keys", "state"), ("filter_predicates", "="),
+                                    ("filter_values", "ALIVE")])
+    data = _get_json(f"{url}/api/v0/actors?{query}", token, timeout_s)
+    try:
+        rows = data["data"]["result"]["result"]
+    except (KeyError, TypeError):
+        raise LaunchError(f"{url}: unexpected answer from the actor list: {str(data)[:200]}") from None
+    return [str(row.get("job_id", "?")) for row in rows]
+
+
 def _ray_errors() -> tuple[type[BaseException], ...]:
     """What Ray's job SDK raises: bare RuntimeError, requests' OSErrors, RayError subclasses."""
     from ray.exceptions import RayError
@@ -202,6 +217,9 @@ class JobsClient:
 
     def nodes(self, timeout_s: float = 10.0) -> list[NodeInfo]:
         return list_nodes(self.url, self.token, timeout_s)
+
+    def live_actors(self, name: str, timeout_s: float = 10.0) -> list[str]:
+        return live_actors(self.url, self.token, name, timeout_s)
 
     def submit(self, *, entrypoint: str, submission_id: str, runtime_env: dict[str, Any]) -> str:
         try:

@@ -3,8 +3,9 @@
 ``RayJobLauncher.run`` does what ``ray job submit`` does, plus what it lacks for validation:
 
 1. pre-flight: the job server answers within a few seconds, and the cluster has the nodes
-   and the device resource (GPU or NPU per node) the scenario asks for; otherwise a
-   :class:`LaunchError` (exit 3) that says what is missing;
+   and the device resource (GPU or NPU per node) the scenario asks for, and no other verl
+   trainer runs on it (verl's TransferQueue keeps one named controller per cluster, so a second
+   run would share its queue); otherwise a :class:`LaunchError` (exit 3) that says why;
 2. submit ``shlex.join(plan.argv)`` with the run id as submission id and ``plan.env`` as the
    job's env vars (plus ``RAY_OVERRIDE_JOB_RUNTIME_ENV=1``: verl's ``ray.init`` adds its own
    runtime env whose keys overlap the job's, e.g. ``VERL_FULL_DETERMINISM`` and any
@@ -40,6 +41,8 @@ from workbook.runs import RunDir, now_iso
 # supervisor sets RAY_ADDRESS for the driver itself.
 PRIVATE_ENV = frozenset({"RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS"})
 STATUS_MAP = {"SUCCEEDED": "succeeded", "FAILED": "failed", "STOPPED": "stopped"}
+# verl's TransferQueue controller: one per Ray cluster (a named actor in namespace transfer_queue).
+TQ_CONTROLLER = "TransferQueueController"
 
 ClientFactory = Callable[[str, "str | None"], ray_client.JobsClient]
 
@@ -170,6 +173,14 @@ class RayJobLauncher:
         return self._preflight(client)
 
     def _preflight(self, client: ray_client.JobsClient) -> dict[str, Any]:
+        busy = client.live_actors(TQ_CONTROLLER)
+        if busy:
+            raise LaunchError(
+                f"{client.url} already runs a verl trainer (Ray job {', '.join(sorted(set(busy)))}"
+                f" holds the cluster-wide named actor {TQ_CONTROLLER} of verl's TransferQueue); "
+                "a second verl run on this cluster would attach to its queue, mix its data and "
+                "hang when it ends. Wait for that job to finish, or use another cluster"
+            )
         nodes = client.nodes()
         check_resources(
             nodes,
