@@ -43,7 +43,16 @@ PROBE = textwrap.dedent(
         trust_remote_code=False,
     )
     values = critic(input_ids=torch.tensor([[5, 6, 7]])).logits
+    torch.manual_seed(1234)  # whatever state the worker's RNG is in, the head comes out the same
+    before = torch.get_rng_state()
+    again = verl.utils.model.load_valuehead_model(
+        local_path=sys.argv[1], torch_dtype=torch.float32, model_config=config,
+        trust_remote_code=False,
+    )
     print(json.dumps({
+        "critic_head_repeatable": bool(torch.equal(critic.score.weight, again.score.weight)),
+        "critic_head_random": float(critic.score.weight.std()) > 0,
+        "critic_keeps_global_rng": bool(torch.equal(before, torch.get_rng_state())),
         "device_name": device.get_device_name(),
         "backend": device.get_nccl_backend(),
         "device_id": device.get_device_id(),
@@ -94,6 +103,13 @@ def test_device_module_answers_cuda_style_calls_on_cpu(seen_by_verl: dict) -> No
     assert 0 < free <= total
     assert seen_by_verl["allocated"] == 0
     assert seen_by_verl["rng_restores"]
+
+
+def test_the_critic_value_head_is_the_same_in_every_run(seen_by_verl: dict) -> None:
+    """Replayed PPO runs are repeatable only if the untrained value head starts the same."""
+    assert seen_by_verl["critic_head_random"]
+    assert seen_by_verl["critic_head_repeatable"]
+    assert seen_by_verl["critic_keeps_global_rng"]
 
 
 def test_critic_loads_as_a_value_head_with_sdpa_attention(seen_by_verl: dict) -> None:
