@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import re
 import time
@@ -154,3 +155,18 @@ def test_publish_writes_relative_tree_with_redacted_logs(tmp_path):
     assert "hf_PublishPlantedToken99" not in (target / "run.log").read_text()
     assert f'href="{runs[0].relative_to(root).as_posix()}/report.html"' in page
     assert str(tmp_path) not in re.sub(r"<p class=\"wb-note\">.*?</p>", "", page)
+
+
+def test_a_suite_night_in_its_own_folder_is_listed_and_published(tmp_path):
+    """``suite run --dir`` may put a night anywhere: the index finds it at any depth."""
+    root = tmp_path / "nightly"
+    night = root / "2026-11-30"
+    run = write_run(night / "01-gspo", "passed")
+    (night / "suite.json").write_text(json.dumps({"suite": "custom", "entries": [
+        {"key": "01-gspo", "status": "passed", "exit_code": 0, "run_dir": str(run)}]}))
+    page = write_index(root).read_text()
+    assert 'data-night="2026-11-30"' in page and 'data-entry="01-gspo"' in page
+    published = tmp_path / "public"
+    publish(root, published)
+    assert (published / "2026-11-30" / "suite.json").is_file()
+    assert 'data-night="2026-11-30"' in (published / "index.html").read_text()

@@ -18,10 +18,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from workbook.plots.trends import trend_chart
+from workbook.report.compare import PAGE as COMPARISON_PAGE
 from workbook.report.page import page
-from workbook.report.summary import HEADLINES, RunSummary, find_runs, summarize
+from workbook.report.summary import HEADLINES, RunSummary, RunTree, scan, summarize
 from workbook.report.view import date_text, duration_text
 from workbook.runs import RUN_FILES, write_atomic
+from workbook.suite import SUITE_FILE
 
 _e = html.escape
 INDEX = "index.html"
@@ -58,15 +60,14 @@ def write_index(runs_root: Path, out: Path | None = None) -> Path:
     """Write ``index.html`` for every run under ``runs_root`` (into ``out``, a folder or file)."""
     runs_root = Path(runs_root)
     target = _target(runs_root, out)
-    runs = sorted(
-        (summarize(p) for p in find_runs(runs_root)), key=lambda s: s.sort_key, reverse=True
-    )
+    tree = scan(runs_root)
+    runs = sorted((summarize(p) for p in tree.runs), key=lambda s: s.sort_key, reverse=True)
     body = (
         f'<h1>verl runs</h1><p class="wb-note">{len(runs)} runs, '
         f"newest first; generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}.</p>"
         + INDEX_CSS
-        + _suites(runs_root, target.parent)
-        + _comparisons(runs_root, target.parent)
+        + _suites(tree, target.parent)
+        + _comparisons(tree, runs_root, target.parent)
         + "<h2>All runs</h2>"
         + _filters(runs)
         + _table(runs, target.parent)
@@ -129,9 +130,9 @@ def _table(runs: list[RunSummary], base: Path) -> str:
     return f'<table id="runs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def _suites(runs_root: Path, base: Path) -> str:
+def _suites(tree: RunTree, base: Path) -> str:
     """One table per suite night (newest first): each entry's verdict and a link to its report."""
-    nights = sorted(Path(runs_root).glob("suites/*/*/suite.json"),
+    nights = sorted(tree.holding(SUITE_FILE),
                     key=lambda p: (p.parent.name, p.parent.parent.name), reverse=True)
     parts = []
     for path in nights:
@@ -163,10 +164,9 @@ def _suites(runs_root: Path, base: Path) -> str:
     return ("<h2>Suites</h2>" + "".join(parts)) if parts else ""
 
 
-def _comparisons(runs_root: Path, base: Path) -> str:
+def _comparisons(tree: RunTree, runs_root: Path, base: Path) -> str:
     """Links to every comparison page: sweeps' and ad-hoc ones (newest first)."""
-    pages = [*Path(runs_root).glob("sweeps/*/*/comparison.html"),
-             *Path(runs_root).glob("comparisons/*/comparison.html")]
+    pages = tree.holding(COMPARISON_PAGE)
     if not pages:
         return ""
     items = []

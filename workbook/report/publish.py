@@ -15,8 +15,9 @@ from pathlib import Path
 from workbook.errors import InputError
 from workbook.report.index import write_index
 from workbook.report.redaction import LineRedactor
-from workbook.report.summary import find_runs
+from workbook.report.summary import scan
 from workbook.runs import RUN_FILES
+from workbook.suite import SUITE_FILE
 
 # Files copied (redacted) into the published tree; metrics are numbers and copied as they are.
 REDACTED_FILES = ("report", "run", "checks", "params", "command_json", "command_sh", "log")
@@ -26,7 +27,8 @@ PLAIN_FILES = ("metrics",)
 def publish(runs_root: Path, dest: Path) -> Path:
     """Copy every run's report, redacted files and an index into ``dest``; return the index."""
     runs_root, dest = Path(runs_root), Path(dest)
-    runs = find_runs(runs_root)
+    tree = scan(runs_root)
+    runs = tree.runs
     if not runs:
         raise InputError(f"{runs_root}: no run directories found")
     if dest.resolve() == runs_root.resolve() or runs_root.resolve() in dest.resolve().parents:
@@ -42,7 +44,7 @@ def publish(runs_root: Path, dest: Path) -> Path:
             source = run / RUN_FILES[key]
             if source.is_file():
                 shutil.copyfile(source, target / source.name)
-    for record in runs_root.glob("suites/*/*/suite.json"):  # the suite nights' own tables
+    for record in tree.holding(SUITE_FILE):  # the suite nights' own tables
         target = dest / record.relative_to(runs_root)
         target.parent.mkdir(parents=True, exist_ok=True)
         redacted_copy(record, target)

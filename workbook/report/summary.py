@@ -54,27 +54,43 @@ class RunSummary:
         return (self.started_at or self.run_id, self.run_id)
 
 
-def find_runs(runs_root: Path) -> list[Path]:
-    """Every run directory under ``runs_root``, at any depth (``<scenario>/<run_id>``, and the
-    ``suites/<suite>/<night>/<entry>/<run_id>`` and ``sweeps/...`` trees), the root itself if it
-    is one. A run directory's own subfolders (rollout dumps, Ray outputs) are not searched."""
+@dataclass
+class RunTree:
+    """What one walk of a runs root finds: run directories, and the other folders on the way
+    (suite nights and sweep or comparison folders live there, wherever ``--dir`` put them)."""
+
+    runs: list[Path]
+    folders: list[Path]
+
+    def holding(self, name: str) -> list[Path]:
+        """``<folder>/<name>`` for every non-run folder that has such a file."""
+        return [f / name for f in self.folders if (f / name).is_file()]
+
+
+def scan(runs_root: Path) -> RunTree:
+    """Walk ``runs_root`` once at any depth (``<scenario>/<run_id>``, the
+    ``suites/<suite>/<night>/<entry>/<run_id>`` and ``sweeps/...`` trees, or a suite's own
+    ``--dir``); the root itself may be a run. A run directory's own subfolders (rollout dumps,
+    Ray outputs) are not searched."""
     root = Path(runs_root)
     if is_run_dir(root):
-        return [root]
-    found: list[Path] = []
+        return RunTree([root], [])
+    runs: list[Path] = []
+    folders: list[Path] = []
     stack = [root]
     while stack:
         folder = stack.pop()
+        folders.append(folder)
         try:
             children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
         except OSError:
             continue
         for child in children:
             if is_run_dir(child):
-                found.append(child)
+                runs.append(child)
             else:
                 stack.append(child)
-    return found
+    return RunTree(runs, folders)
 
 
 def summarize(run_dir: Path) -> RunSummary:
