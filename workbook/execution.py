@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from workbook.errors import EXIT_RUN_FAILED, WorkbookError
+from workbook.checks.verdict import exit_code_of
+from workbook.errors import WorkbookError
 from workbook.launch.outcome import request_stop
 from workbook.project import notebook as project_notebook
+from workbook.project import run_notebook
 from workbook.runs import RunDir
-
-VERDICT_EXIT = {"passed": 0, "regressed": 1, "failed": EXIT_RUN_FAILED, "stopped": EXIT_RUN_FAILED}
 
 
 @dataclass
@@ -41,13 +41,9 @@ class RunResult:
     report: Path | None
     errors: list[str]
 
-    @property
-    def stopped(self) -> bool:
-        return self.verdict == "stopped"
-
 
 def notebook_for(launcher: str) -> Path:
-    return project_notebook("ppo_multinode" if launcher == "ray" else "gspo")
+    return project_notebook(run_notebook(launcher))
 
 
 def execute_run(params: Path, sets: list[str], rd: RunDir, *, runs_root: Path,
@@ -75,11 +71,11 @@ def execute_run(params: Path, sets: list[str], rd: RunDir, *, runs_root: Path,
     done = None
     if not rd.read_json("run").get("finished_at"):
         done = finish(rd.path, announce=False)
-    verdict = rd.read_json("checks").get("verdict") or rd.read_json("run").get("verdict") or {}
+    verdict = rd.verdict()
     status = str(verdict.get("status") or "failed")
     report = rd.file("report")
     return RunResult(rd.path, status, str(verdict.get("reason") or "the run was not judged"),
-                     VERDICT_EXIT.get(status, EXIT_RUN_FAILED), round(time.monotonic() - t0, 1),
+                     exit_code_of(status), round(time.monotonic() - t0, 1),
                      report if report.is_file() else None, done.errors if done else [])
 
 

@@ -151,13 +151,14 @@ def pin_rollouts(s: Scenario, rd: RunDir) -> None:
 def launcher_for(run: Run, address: str | None = None) -> Any:
     s = run.scenario
     if s.launcher == "ray":
+        from workbook.launch import cluster
         from workbook.launch.ray_job import RayJobLauncher
 
         return RayJobLauncher(
             address or s.ray.address,
             nodes=s.nodes,
             devices_per_node=s.devices_per_node,
-            device_resource="NPU" if s.profile == "npu" else "GPU",
+            device_resource=cluster.device_resource(s.profile),
         )
     from workbook.launch.local import LocalLauncher
 
@@ -308,10 +309,10 @@ def driven() -> bool:
 
 def _record_unfinished(rd: RunDir) -> None:
     """A run whose notebook died leaves 'prepared'/'running': end what it started, record it."""
-    from workbook.launch.leftovers import end_run
+    from workbook.launch.leftovers import ACTIVE, end_run
 
     info = rd.read_json("run")
-    if info.get("status") not in (None, "prepared", "running"):
+    if info.get("status") not in (None, *ACTIVE):
         return
     end_run(info, rd.run_id)
     message = "the notebook stopped before the run finished"

@@ -40,6 +40,12 @@ def notebook(name: str) -> Path:
     return root() / "notebooks" / (name if name.endswith(".ipynb") else f"{name}.ipynb")
 
 
+def run_notebook(launcher: str | None) -> str:
+    """The notebook that drives a launcher's runs and renders their reports: a local run the
+    GSPO one, a Ray or KubeRay job the multinode one."""
+    return "gspo" if launcher in (None, "", "local") else "ppo_multinode"
+
+
 def find_scenario(path: str | Path) -> Path:
     """A scenario file as written on a command line or in a notebook's parameters cell.
 

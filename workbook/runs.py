@@ -84,6 +84,10 @@ class RunDir:
             return {}
         return json.loads(path.read_text(encoding="utf-8"))
 
+    def verdict(self) -> dict[str, Any]:
+        """The run's verdict (``checks.json``, else the one ``run.json`` recorded), or ``{}``."""
+        return self.read_json("checks").get("verdict") or self.read_json("run").get("verdict") or {}
+
     def write_json(self, key: str, data: dict[str, Any]) -> Path:
         return write_atomic(self.file(key), json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 

@@ -30,13 +30,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from workbook.checks.verdict import FINISHED, exit_code_of
 from workbook.errors import EXIT_RUN_FAILED, InputError, ParamsError
 from workbook.report.redaction import redact_text
 from workbook.runs import RunDir, now_iso, write_atomic
 
 SUITE_FILE = "suite.json"
-FINISHED = ("passed", "regressed", "failed")  # a stopped entry is run again on resume
-RANK = {"passed": 0, "regressed": 1, "failed": 2, "stopped": 2}
 
 
 @dataclass
@@ -175,8 +174,8 @@ def run_suite(path: Path, *, runs_root: Path, directory: Path | None = None,
             if record.status == "stopped":
                 interrupted = True
                 break
-    worst = max((RANK.get(r.status, 2) for r in records), default=0)
-    code = {0: 0, 1: 1, 2: EXIT_RUN_FAILED}[worst]
+    code = max((exit_code_of(r.status) for r in records if r.status not in ("pending", "running")),
+               default=0)
     if any(r.status in ("pending", "running") for r in records):
         code = max(code, EXIT_RUN_FAILED)  # an entry that never ran is no pass
     return SuiteResult(name, directory, records, code, interrupted)
@@ -224,15 +223,6 @@ def _save(directory: Path, name: str, path: Path, records: list[EntryRecord]) ->
     write_atomic(directory / SUITE_FILE, json.dumps({
         "suite": name, "file": str(Path(path).resolve()), "updated": now_iso(),
         "entries": [asdict(r) for r in records]}, indent=2) + "\n")
-
-
-def read_records(directory: Path) -> dict[str, Any]:
-    """A suite directory's ``suite.json`` ({} when it has none)."""
-    try:
-        data = json.loads((Path(directory) / SUITE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _clear_leftovers(runs_root: Path) -> None:

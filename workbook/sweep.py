@@ -35,12 +35,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbook.errors import EXIT_RUN_FAILED, InputError, ParamsError
+from workbook.checks.verdict import FINISHED, exit_code_of
+from workbook.errors import InputError, ParamsError
 from workbook.runs import RunDir, now_iso, write_atomic
 
 SWEEP_FILE = "sweep.json"
-FINISHED = ("passed", "regressed", "failed")
-RANK = {"passed": 0, "regressed": 1, "failed": 3, "stopped": 3}
 
 
 @dataclass
@@ -72,8 +71,7 @@ class Sweep:
 
     @property
     def exit_code(self) -> int:
-        worst = max((RANK.get(p.status, EXIT_RUN_FAILED) for p in self.points), default=0)
-        return worst
+        return max((exit_code_of(p.status) for p in self.points), default=0)
 
     def save(self) -> None:
         data = {"params": str(self.params), "grid": self.grid, "sets": self.sets,
@@ -251,7 +249,7 @@ def _start(sweep: Sweep, point: Point, extra: list[str], runs_root: Path, echo: 
 
 def _record(sweep: Sweep, point: Point, code: int, seconds: float) -> None:
     rd = RunDir(Path(point.run_dir or ""))
-    verdict = rd.read_json("checks").get("verdict") or rd.read_json("run").get("verdict") or {}
+    verdict = rd.verdict()
     point.status = str(verdict.get("status") or ("stopped" if code in (-2, 130) else "failed"))
     point.exit_code = code
     point.reason = str(verdict.get("reason") or f"workbook run exited {code}")
@@ -287,7 +285,7 @@ def _sweep_clusters(sweep: Sweep, scenario: Any, count: int) -> Iterator[list[st
         for lane in range(1, count + 1):
             state_files.append(sweep.directory / f"cluster-{lane}.json")
             state = cluster.up(1, cpus_per_node=32, devices_per_node=scenario.devices_per_node,
-                               device_resource="NPU" if scenario.profile == "npu" else "GPU",
+                               device_resource=cluster.device_resource(scenario.profile),
                                state_file=state_files[-1])
             addresses.append(state.dashboard_url)
         yield addresses

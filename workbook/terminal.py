@@ -7,7 +7,6 @@ the verdict and statuses are coloured.
 
 from __future__ import annotations
 
-import io
 import sys
 from collections.abc import Iterable, Sequence
 
@@ -48,13 +47,6 @@ def show(*items: object, file: object = None) -> None:
                       highlight=False, soft_wrap=False)
     for item in items:
         console.print(item)
-
-
-def render(*items: object) -> str:
-    """The plain text ``show`` would print to a non-terminal (for tests and files)."""
-    buffer = io.StringIO()
-    Console(file=buffer, width=CI_WIDTH, highlight=False, color_system=None).print(*items)
-    return buffer.getvalue()
 
 
 def verdict_line(status: str, reason: str) -> Text:

@@ -101,13 +101,6 @@ def test_irregular_rows_read_as_they_do_pair_by_pair(text: str) -> None:
     assert same(parse_row(text, 0), slowly(text))
 
 
-def test_without_orjson_the_colon_path_reads_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
-    fast = {p.name: load_metrics(p) for p in LOGS}
-    monkeypatch.setattr(step_rows, "_json_row", None)
-    for path in LOGS:
-        assert load_metrics(path) == fast[path.name], path.name
-
-
 def continues_as_before(line: str) -> bool:
     """The shape test ``CONTINUATION_RE`` replaced, as it was written with str methods."""
     body = line[1:] if line.startswith(" ") else line

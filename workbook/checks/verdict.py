@@ -38,7 +38,14 @@ from workbook.runs import write_atomic
 
 VERDICTS = {"passed": EXIT_PASSED, "regressed": EXIT_REGRESSED, "failed": EXIT_RUN_FAILED,
             "stopped": EXIT_RUN_FAILED}
+# Verdicts a suite or sweep keeps when it resumes; a stopped run is run again.
+FINISHED = ("passed", "regressed", "failed")
 COUNTED = ("pass", "fail", "error", "not_measured", "not_comparable")
+
+
+def exit_code_of(status: str | None) -> int:
+    """The exit code of a verdict status; anything else (no verdict, unknown) is a failed run."""
+    return VERDICTS.get(status or "", EXIT_RUN_FAILED)
 
 
 @dataclass

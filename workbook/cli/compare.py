@@ -24,9 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from workbook.report.compare import SWEEP_FILE
     from workbook.report.notebook import execute_comparison
     from workbook.runs import default_root, is_run_dir, new_run_id
+    from workbook.sweep import SWEEP_FILE
 
     paths = [p.resolve() for p in args.paths]
     if len(paths) == 1 and (paths[0] / SWEEP_FILE).is_file():

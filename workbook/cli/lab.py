@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from workbook.errors import InputError
-from workbook.project import root
+from workbook.project import notebook, root
 
 EPILOG = """examples:
   workbook lab                    # lab/gspo.ipynb in JupyterLab (copied from notebooks/ once)
@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def working_copy(name: str, folder: Path, *, fresh: bool = False) -> Path:
     """``folder/<name>.ipynb``, copied from ``notebooks/`` unless it is there already."""
-    source = root() / "notebooks" / f"{Path(name).stem}.ipynb"
+    source = notebook(Path(name).stem)
     if not source.is_file():
         known = ", ".join(p.stem for p in sorted((root() / "notebooks").glob("*.ipynb")))
         raise InputError(f"no notebook {name!r}; the project has {known}")

@@ -20,7 +20,7 @@ from workbook.errors import EXIT_RUN_FAILED, LaunchError
 from workbook.launch import kuberay
 from workbook.launch.outcome import Outcome, Plan
 from workbook.params import Scenario, assets_dir, load_scenario
-from workbook.project import find_scenario
+from workbook.project import find_scenario, run_notebook
 from workbook.runs import RunDir, default_root, new_run_id, now_iso, write_atomic
 
 # Where the run writes inside the pods (verl creates the rollout dump folders there itself).
@@ -85,7 +85,7 @@ def run_rayjob(args: argparse.Namespace) -> int:
         return 0
     root = args.runs or default_root()
     rd = prepare_run_dir(scenario, params, args.sets, plan, manifest, root, run_id)
-    args.run_dir = rd.path  # from here on a surprise is a failed run (exit 3)
+    args.active_run = rd.path  # from here on a surprise is a failed run (exit 3)
     print(f"run directory: {rd.path}", flush=True)
     return conclude(scenario, params, args.sets, plan, rd, follow(manifest, rd))
 
@@ -155,7 +155,7 @@ def prepare_run_dir(
         "status": "prepared", "launcher": "kuberay", "profile": scenario.profile,
         "nodes": scenario.nodes, "devices_per_node": scenario.devices_per_node,
         "expected_steps": scenario.total_training_steps, "overrides": list(sets),
-        "runs_root": str(root), "notebook": "ppo_multinode" if scenario.nodes > 1 else "gspo",
+        "runs_root": str(root), "notebook": run_notebook("kuberay"),
         "notebook_parameters": {"scenario": str(params), "overrides": list(sets), "settings": {}},
         "rayjob": {"name": manifest["metadata"]["name"],
                    "namespace": manifest["metadata"]["namespace"]},
@@ -193,7 +193,7 @@ def follow(manifest: dict[str, Any], rd: RunDir) -> Outcome:
 def conclude(scenario: Scenario, params: Path, sets: list[str], plan: Plan, rd: RunDir,
              outcome: Outcome) -> int:
     """Record the outcome, judge, report; print the verdict and the run directory last."""
-    from workbook.execution import VERDICT_EXIT
+    from workbook.checks.verdict import exit_code_of
     from workbook.pipeline import Run, record_outcome
     from workbook.pipeline import finish as finish_run
 
@@ -202,12 +202,12 @@ def conclude(scenario: Scenario, params: Path, sets: list[str], plan: Plan, rd: 
     for error in done.errors:
         print(f"workbook: {error} (traceback in {rd.path / 'workbook-error.log'})",
               file=sys.stderr)
-    verdict = rd.read_json("checks").get("verdict") or {}
+    verdict = rd.verdict()
     status = str(verdict.get("status") or "failed")
     print(f"verdict: {status}: {verdict.get('reason') or 'the run was not judged'}")
     print(f"report: {done.report or 'not written'}")
     print(rd.path)
-    code = VERDICT_EXIT.get(status, EXIT_RUN_FAILED)
+    code = exit_code_of(status)
     return max(code, EXIT_RUN_FAILED) if done.errors or not outcome.ok else code
 
 

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from workbook.errors import InputError
+from workbook.launch.leftovers import ACTIVE
 from workbook.runs import RUN_FILES, RunDir, default_root, is_run_dir
 
 REPORT_EPILOG = """examples:
@@ -71,7 +72,7 @@ def report_command(args: argparse.Namespace) -> int:
             raise InputError(
                 f"{path}: not a run directory (no {RUN_FILES['run']} or {RUN_FILES['log']})"
             )
-        if RunDir(path).read_json("run").get("status") not in ("prepared", "running"):
+        if RunDir(path).read_json("run").get("status") not in ACTIVE:
             judge_run_dir(path)
         report = render_report(path)
         if args.out:

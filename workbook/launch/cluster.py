@@ -412,10 +412,15 @@ def on_demand(scenario: Any, run_dir: Any) -> Iterator[str | None]:
         down(state_file)
 
 
+def device_resource(profile: str) -> str:
+    """The Ray resource a profile's devices are counted as (CPU runs borrow verl's "GPU")."""
+    return "NPU" if profile == "npu" else "GPU"
+
+
 def shape_of(scenario: Any) -> dict[str, Any]:
     """What a scenario's local cluster looks like: nodes, logical devices and their resource."""
     return {"nodes": int(scenario.ray.local_nodes), "devices_per_node": scenario.devices_per_node,
-            "device_resource": "NPU" if scenario.profile == "npu" else "GPU"}
+            "device_resource": device_resource(scenario.profile)}
 
 
 def matches(state: ClusterState, shape: dict[str, Any]) -> bool:

@@ -42,6 +42,7 @@ from typing import Any
 
 from workbook.errors import InputError, LaunchError
 from workbook.launch.outcome import Plan
+from workbook.launch.ray_client import TERMINAL_STATUSES
 from workbook.serialization import dump_yaml
 
 DEVICE_RESOURCES = {"npu": "huawei.com/ascend-1980", "cuda": "nvidia.com/gpu", "cpu": None}
@@ -60,7 +61,7 @@ DEFAULTS: dict[str, Any] = {
 }
 SUBMISSION_MODES = ("K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode")
 FINAL_DEPLOYMENT = frozenset({"Complete", "Failed", "ValidationFailed"})
-FINAL_JOB = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
+FINAL_JOB = TERMINAL_STATUSES  # a RayJob's jobStatus is its Ray job's status
 # Env the job must not carry into the cluster: secrets and this machine's addresses.
 PRIVATE_ENV = frozenset({"RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS"})
 POD_HOME = "${HOME}"  # expanded in the pods, never here

@@ -19,6 +19,7 @@ from typing import Any
 
 from workbook.command.builder import ray_temp_dir
 from workbook.launch import processes
+from workbook.launch.ray_client import TERMINAL_STATUSES
 from workbook.runs import RUN_FILES
 
 ACTIVE = ("prepared", "running")
@@ -44,8 +45,7 @@ def end_run(info: dict[str, Any], run_id: str) -> int:
     Returns how many processes needed SIGKILL.
     """
     job = info.get("ray_job") or {}
-    if job.get("job_id") and job.get("address") and job.get("status") not in (
-            "SUCCEEDED", "FAILED", "STOPPED"):
+    if job.get("job_id") and job.get("address") and job.get("status") not in TERMINAL_STATUSES:
         _stop_job(str(job["address"]), str(job["job_id"]))
     cluster = info.get("local_cluster") or {}
     if cluster.get("state_file"):

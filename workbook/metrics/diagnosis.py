@@ -44,13 +44,13 @@ from workbook.metrics.failures import (
 from workbook.metrics.lines import iter_lines
 from workbook.metrics.loading import is_jsonl_file, load_metrics
 from workbook.metrics.model import RunMetrics
+from workbook.metrics.progress import PROGRESS_RE
 from workbook.metrics.rows import find_row
 from workbook.runs import RUN_FILES, RunDir
 
 STATUSES = ("succeeded", "failed", "incomplete", "stopped")
 STOP_STATUSES = ("stopped", "timeout")
 # What the log says about the run itself (see the module docstring).
-_PROGRESS_RE = re.compile(r"Training Progress:[^|\n]*\|[^|\n]*\|\s*(\d+)/(\d+)")
 _TOTAL_RE = re.compile(r"Total training steps: (\d+)")
 _CONFIG_TOTAL_RE = re.compile(r"['\"]?total_training_steps['\"]?\s*[:=]\s*(\d+)")
 _REPLAYED_RE = re.compile(r"RolloutTqSkip\(\)\].*Injected .* at current step (\d+)")
@@ -164,7 +164,7 @@ class Diagnoser:
     def _read_facts(self, raw: str) -> None:
         """Expected steps and replayed steps, as the log states them."""
         if "Training Progress" in raw:
-            totals = [int(m.group(2)) for m in _PROGRESS_RE.finditer(raw)]
+            totals = [int(m.group(2)) for m in PROGRESS_RE.finditer(raw)]
             if totals:
                 self.progress_total = max(totals + [self.progress_total or 0])
         elif "otal training steps" in raw or "total_training_steps" in raw:

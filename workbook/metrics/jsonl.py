@@ -8,7 +8,6 @@ line that does not parse is skipped (its number is kept in ``bad_lines``), never
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterable
 from operator import itemgetter
@@ -17,20 +16,7 @@ from typing import Any, NamedTuple
 from workbook.metrics.lines import gc_paused
 from workbook.metrics.model import RunMetrics, pack, packer
 from workbook.metrics.names import plan_for
-from workbook.metrics.rows import StepLine
-
-try:  # verl's own writer; about 3x faster than the standard library on these lines
-    import orjson
-
-    def _loads(raw: str | bytes) -> Any:
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return json.loads(raw)  # the standard library also reads NaN/Infinity literals
-except ImportError:  # pragma: no cover - a dependency (pyproject.toml)
-
-    def _loads(raw: str | bytes) -> Any:
-        return json.loads(raw)
+from workbook.metrics.rows import StepLine, loads_json
 
 NAN = math.nan
 _NUMBERS = {float, int, bool}  # bool too: verl logs any numbers.Number
@@ -39,7 +25,7 @@ _NUMBERS = {float, int, bool}  # bool too: verl logs any numbers.Number
 def parse_record(raw: str | bytes, line: int) -> StepLine | None:
     """One JSONL line as a step row, or None if it is not a complete file-logger record."""
     try:
-        record = _loads(raw)
+        record = loads_json(raw)
     except ValueError:
         return None
     if not isinstance(record, dict):

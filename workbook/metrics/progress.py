@@ -25,7 +25,7 @@ PHASES: tuple[tuple[str, str], ...] = (
     ("(vLLMHttpServer", "starting vLLM"),
     ("Training Progress", "generating the first rollout"),
 )
-_BAR = re.compile(r"Training Progress:[^|\n]*\|[^|\n]*\|\s*(\d+)/(\d+)")
+PROGRESS_RE = re.compile(r"Training Progress:[^|\n]*\|[^|\n]*\|\s*(\d+)/(\d+)")
 _STEP = re.compile(r"(?:^|[\s)\]])step:(\d+) - ")
 
 
@@ -49,7 +49,7 @@ class Progress:
             if PHASES[index][0] in line:
                 self._phase_index, self.phase, changed = index, PHASES[index][1], True
         if "Training Progress" in line:
-            for bar in _BAR.finditer(line):
+            for bar in PROGRESS_RE.finditer(line):
                 self.total_steps = self.total_steps or int(bar.group(2))
         if "step:" in line:
             row = _STEP.search(line)
@@ -64,7 +64,7 @@ class Progress:
     def status(self, now: float | None = None) -> str:
         """``step 3 of 4 · 2 min 05 s elapsed · last step 8.8 s · about 9 s left``."""
         now = time.monotonic() if now is None else now
-        elapsed = f"{_duration(now - self.started)} elapsed"
+        elapsed = f"{duration_text(now - self.started)} elapsed"
         if self.phase != "training":
             return f"{self.phase} · {elapsed}"
         total = self.total_steps
@@ -74,11 +74,14 @@ class Progress:
             parts.append(f"last step {self.step_times[-1]:.1f} s")
             if total and self.step < total:
                 left = statistics.median(self.step_times) * (total - self.step)
-                parts.append(f"about {_duration(left)} left")
+                parts.append(f"about {duration_text(left)} left")
         return " · ".join(parts)
 
 
-def _duration(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    minutes, secs = divmod(seconds, 60)
+def duration_text(seconds: float) -> str:
+    """``42 s``, ``3 min 05 s``, ``2 h 07 min``."""
+    minutes, secs = divmod(max(0, round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"

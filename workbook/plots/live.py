@@ -13,13 +13,13 @@ started from, so plain ``papermill`` is not silent either.
 from __future__ import annotations
 
 import html
-import re
 import sys
 import threading
 import time
 import uuid
 from base64 import b64encode
 
+from workbook.metrics.console import ANSI_RE
 from workbook.metrics.model import RunMetrics
 from workbook.metrics.progress import Progress
 from workbook.plots.panels import Axis, clip_ratio_text, draw
@@ -27,7 +27,6 @@ from workbook.plots.panels import Axis, clip_ratio_text, draw
 TAIL_LINES = 15
 LINE_CHARS = 240
 REFRESH_S = 1.0
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 PANELS = (
     (("actor/pg_loss",), "policy loss"),
     (("actor/pg_clipfrac",), "clip fraction"),
@@ -91,7 +90,7 @@ class LiveView:
         """One log line: status and tail at most once a second, plots when a step arrived."""
         if self.progress.feed(text) and self.echo:
             print(f"workbook: {self.progress.status()}", file=sys.__stderr__, flush=True)
-        clean = _ANSI.sub("", text).rstrip()
+        clean = ANSI_RE.sub("", text).rstrip()
         if clean:
             self.tail.append(clean if len(clean) <= LINE_CHARS else clean[:LINE_CHARS] + " …")
             del self.tail[:-TAIL_LINES]

@@ -27,10 +27,10 @@ from workbook.plots.panels import overlay
 from workbook.report.sections import Section
 from workbook.report.view import RunView, load_view
 from workbook.runs import RUN_FILES, new_run_id, write_atomic
+from workbook.sweep import SWEEP_FILE
 
 COMPARISON_FILE = "comparison.json"
 PAGE = "comparison.html"
-SWEEP_FILE = "sweep.json"
 CURVES = (
     ("actor/pg_clipfrac", "clip fraction"), ("actor/pg_loss", "policy loss"),
     ("actor/ppo_kl", "KL to the rollout policy"), ("actor/grad_norm", "gradient norm"),

@@ -29,6 +29,7 @@ import nbformat
 from nbconvert import HTMLExporter
 
 from workbook.project import notebook as project_notebook
+from workbook.project import run_notebook
 from workbook.report import compare, sections
 from workbook.report.page import page
 from workbook.report.redaction import redact_mapping
@@ -84,7 +85,7 @@ def render_comparison(folder: Path) -> Path:
 
 def template_of(run: dict[str, Any]) -> Path | None:
     """The notebook a run was driven by (``gspo``, ``ppo_multinode``, or a path), if it exists."""
-    name = str(run.get("notebook") or ("ppo_multinode" if run.get("launcher") == "ray" else "gspo"))
+    name = str(run.get("notebook") or run_notebook(run.get("launcher")))
     path = Path(name) if name.endswith(".ipynb") and Path(name).is_absolute() else project_notebook(name)
     return path if path.is_file() else None
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from workbook.errors import MetricsError
+from workbook.metrics import progress
+from workbook.metrics.console import ANSI_RE
 from workbook.metrics.model import RunMetrics
 from workbook.plots.panels import Band
 from workbook.report.redaction import LineRedactor, redact_mapping, redact_text
@@ -24,7 +25,6 @@ from workbook.runs import RUN_FILES
 
 VERDICTS = ("passed", "regressed", "failed", "stopped")
 FAILED_STATUSES = ("failed", "timeout")
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 @dataclass
@@ -103,7 +103,7 @@ class RunView:
                 data = handle.read().decode("utf-8", errors="replace")
         except OSError:
             return []
-        text = _ANSI.sub("", data).replace("\r\n", "\n")
+        text = ANSI_RE.sub("", data).replace("\r\n", "\n")
         redactor = LineRedactor()  # over the whole window: a key block may start before the tail
         tail = [redactor.line(line.rsplit("\r", 1)[-1]) for line in text.split("\n")]
         while tail and not tail[-1].strip():
@@ -203,15 +203,7 @@ def band_of(row: dict[str, Any]) -> Band | None:
 
 def duration_text(seconds: Any) -> str:
     value = finite_number(seconds)
-    if value is None:
-        return "unknown"
-    minutes, secs = divmod(round(value), 60)
-    hours, minutes = divmod(minutes, 60)
-    return (
-        f"{hours} h {minutes:02d} min"
-        if hours
-        else (f"{minutes} min {secs:02d} s" if minutes else f"{secs} s")
-    )
+    return "unknown" if value is None else progress.duration_text(value)
 
 
 def date_text(iso: str) -> str:
