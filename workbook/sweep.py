@@ -149,8 +149,9 @@ def run_sweep(sweep: Sweep, *, runs_root: Path, parallel: int = 1, rerun: bool =
     base = load_scenario(sweep.params, sweep.sets, check_files=False)
     todo = [p for p in sweep.points if rerun or p.status not in FINISHED]
     replay = _replay_sets(sweep, base)
-    shared = parallel > 1 and base.launcher == "local" and base.nodes == 1
-    with _sweep_clusters(sweep, base, parallel if shared else 0) as addresses:
+    lanes_needed = min(parallel, len(todo))  # a finished sweep starts no cluster
+    shared = lanes_needed > 1 and base.launcher == "local" and base.nodes == 1
+    with _sweep_clusters(sweep, base, lanes_needed if shared else 0) as addresses:
         lanes = [["launcher=ray", f"ray.address={a}"] for a in addresses] or [[]]
         if replay and todo and todo[0] is sweep.points[0]:
             _run_points(sweep, todo[:1], replay(first=True), lanes[:1], runs_root, echo)
