@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from workbook.checks.verdict import FINISHED, exit_code_of
-from workbook.errors import EXIT_RUN_FAILED, InputError, ParamsError
+from workbook.errors import InputError, ParamsError
 from workbook.report.redaction import redact_text
 from workbook.runs import RunDir, now_iso, write_atomic
 
@@ -174,10 +174,8 @@ def run_suite(path: Path, *, runs_root: Path, directory: Path | None = None,
             if record.status == "stopped":
                 interrupted = True
                 break
-    code = max((exit_code_of(r.status) for r in records if r.status not in ("pending", "running")),
-               default=0)
-    if any(r.status in ("pending", "running") for r in records):
-        code = max(code, EXIT_RUN_FAILED)  # an entry that never ran is no pass
+    # an entry still pending or running (never finished) counts as a failed run, never a pass
+    code = max((exit_code_of(r.status) for r in records), default=0)
     return SuiteResult(name, directory, records, code, interrupted)
 
 
