@@ -185,7 +185,7 @@ def smoke(session_env: dict[str, str], cpu_assets, tmp_path_factory) -> SuiteRun
                               str(junit)], session_env, timeout=2400)
     directory = last_dir(first.stdout)
     assert directory is not None, first.output[-5000:]
-    from workbook.launch.cluster import temp_dir_for
+    from workbook.launch.cluster.state import temp_dir_for
 
     cluster = str(temp_dir_for(directory / "cluster.json"))  # the suite's shared Ray cluster
     return SuiteRun(first, None, directory, junit, processes_naming(str(directory), cluster))

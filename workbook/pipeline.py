@@ -151,14 +151,14 @@ def pin_rollouts(s: Scenario, rd: RunDir) -> None:
 def launcher_for(run: Run, address: str | None = None) -> Any:
     s = run.scenario
     if s.launcher == "ray":
-        from workbook.launch import cluster
+        from workbook.launch.cluster.on_demand import device_resource
         from workbook.launch.ray_job import RayJobLauncher
 
         return RayJobLauncher(
             address or s.ray.address,
             nodes=s.nodes,
             devices_per_node=s.devices_per_node,
-            device_resource=cluster.device_resource(s.profile),
+            device_resource=device_resource(s.profile),
         )
     from workbook.launch.local import LocalLauncher
 
@@ -171,7 +171,7 @@ def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
     A local Ray cluster the scenario asks for (``ray.local_nodes``) is started first and stopped
     after, unless one of that shape is already up (a suite keeps one for consecutive entries).
     """
-    from workbook.launch.cluster import on_demand
+    from workbook.launch.cluster.on_demand import on_demand
     from workbook.metrics.live import ChunkReader
 
     reader = ChunkReader()

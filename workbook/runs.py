@@ -10,19 +10,26 @@
     notebook.ipynb         the executed notebook
     report.html            the rendered report
 
-Run ids sort by start time: ``20261129T181829Z-1a2b3c``.
+Run ids sort by start time: ``20261129T181829Z-1a2b3c``. Every file here but ``run.log`` and
+``metrics.jsonl`` (the run's raw output) leaves the machine in reports, JUnit and the published
+site, so it is written through one guard: :func:`write_json` for JSON, :func:`write_redacted`
+for any other form, both redacted by :mod:`workbook.report.redaction` and atomic.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from workbook.atomic import write_atomic
+from workbook.report.redaction import dump_json, form_of, redact_document
+
+__all__ = ["RUN_FILES", "RunDir", "default_root", "is_run_dir", "new_run_id", "now_iso",
+           "write_atomic", "write_json", "write_redacted"]
 
 RUN_FILES = {
     "params": "params.resolved.yaml",
@@ -89,7 +96,8 @@ class RunDir:
         return self.read_json("checks").get("verdict") or self.read_json("run").get("verdict") or {}
 
     def write_json(self, key: str, data: dict[str, Any]) -> Path:
-        return write_atomic(self.file(key), json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        """Write one of the run's JSON files (redacted, atomically; see :func:`write_json`)."""
+        return write_json(self.file(key), data, sort_keys=True)
 
     def update_run(self, **fields: Any) -> dict[str, Any]:
         """Merge fields into run.json (written atomically so readers never see half a file)."""
@@ -99,20 +107,18 @@ class RunDir:
         return data
 
 
-def write_atomic(path: Path, text: str) -> Path:
-    """Write through a temp file in the same folder and rename over ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; these files are meant to be read and published
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+def write_json(path: Path, data: Any, *, sort_keys: bool = False) -> Path:
+    """Write a JSON file that leaves the run's raw files (``run.json``, ``checks.json``, a suite's
+    or sweep's record): redacted inside its structure, so it stays valid JSON and its numbers
+    exact (``{"pass": 16}`` stays), then written atomically. The one JSON guard writers share.
+    """
+    return write_atomic(Path(path), dump_json(data, sort_keys=sort_keys))
+
+
+def write_redacted(path: Path, text: str, *, form: str | None = None) -> Path:
+    """Write ``text`` redacted by its form (``form``, else ``path``'s suffix: YAML inside its
+    structure, a shell command line by line), atomically."""
+    return write_atomic(Path(path), redact_document(text, form or form_of(path)))
 
 
 def is_run_dir(path: Path) -> bool:

@@ -32,8 +32,10 @@ from typing import Any
 
 from workbook.checks.verdict import FINISHED, exit_code_of
 from workbook.errors import InputError, ParamsError
+from workbook.quoting import cut, short
 from workbook.report.redaction import redact_text
 from workbook.runs import RunDir, now_iso, write_atomic
+from workbook.textfile import read_text
 
 SUITE_FILE = "suite.json"
 
@@ -82,34 +84,79 @@ class SuiteResult:
 
 
 def read_suite(path: Path) -> list[Entry]:
-    """The entries of a suite file; InputError naming the line when one cannot be read."""
-    from workbook.project import find_scenario
+    """The entries of a suite file; ParamsError naming every line that cannot be read."""
+    entries, problems = _read_entries(Path(path))
+    if problems:
+        raise ParamsError(problems, "suite")
+    return entries
 
-    path = Path(path)
-    if not path.is_file():
+
+def _read_entries(path: Path) -> tuple[list[Entry], list[tuple[str, str]]]:
+    """The entries that can be read, and a ``(file:line, message)`` for each line that cannot."""
+    if not path.exists():
         raise InputError(f"no such suite file: {path}")
+    text = read_text(path, what="suite file")
+    roots = _roots(path)
     entries: list[Entry] = []
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        text = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
-        if not text:
+    problems: list[tuple[str, str]] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+        if not line:
             continue
+        where = f"{path}:{number}"
         try:
-            words = shlex.split(text)
+            words = shlex.split(line)
         except ValueError as exc:
-            raise InputError(f"{path}:{number}: {exc}") from None
-        sets, rest = [], words[1:]
+            problems.append((where, f"{exc}: {cut(line)}"))
+            continue
+        sets, rest, bad = [], words[1:], False
         while rest:
             flag = rest.pop(0)
             if flag not in ("-s", "--set") or not rest:
-                raise InputError(f"{path}:{number}: expected '-s KEY=VALUE', got {flag!r}")
+                problems.append((where, f"expected '-s KEY=VALUE', got {short(flag)}"))
+                bad = True
+                break
             sets.append(rest.pop(0))
-        scenario = path.parent / words[0]
-        entries.append(Entry(len(entries) + 1, text,
-                             scenario.resolve() if scenario.is_file() else find_scenario(words[0]),
-                             sets))
-    if not entries:
-        raise InputError(f"{path}: the suite lists no scenario")
-    return entries
+        scenario, problem = _entry_file(words[0], path.parent, roots)
+        if problem:
+            problems.append((where, problem))
+        if scenario is not None and not bad:
+            entries.append(Entry(len(entries) + 1, line, scenario, sets))
+    if not entries and not problems:
+        problems.append((str(path), "the suite lists no scenario"))
+    return entries, problems
+
+
+def _roots(suite: Path) -> tuple[Path, ...]:
+    """Where a suite's scenarios may live: its own folder and the params folders."""
+    from workbook.project import params_dir, root
+
+    return tuple(dict.fromkeys((suite.resolve().parent, (root() / "params").resolve(),
+                                params_dir())))
+
+
+def _entry_file(word: str, folder: Path, roots: tuple[Path, ...]) -> tuple[Path | None, str]:
+    """A suite line's scenario file: beside the suite, else in the params folder (never the
+    working directory), and inside one of ``roots`` once symlinks are resolved."""
+    from workbook.project import params_dir
+
+    given = Path(word)
+    candidates = [given] if given.is_absolute() else [folder / given, params_dir() / given]
+    if given.parts[:1] == ("params",):
+        candidates.append(params_dir() / Path(*given.parts[1:]))
+    for candidate in candidates:
+        try:
+            if not candidate.is_file():
+                continue
+            found = candidate.resolve()
+        except (OSError, ValueError, RuntimeError):
+            continue
+        if not any(found == r or r in found.parents for r in roots):
+            return None, (f"{short(word)} resolves to {cut(str(found))}, outside the suite's "
+                          f"folder and the params folder {params_dir()}")
+        return found, ""
+    tried = ", ".join(dict.fromkeys(cut(str(c)) for c in candidates))
+    return None, f"no such scenario file: {cut(word)} (looked for {tried})"
 
 
 def suite_dir(name: str, runs_root: Path, when: datetime | None = None) -> Path:
@@ -118,21 +165,35 @@ def suite_dir(name: str, runs_root: Path, when: datetime | None = None) -> Path:
     return Path(runs_root) / "suites" / name / day
 
 
-def validate_entries(entries: list[Entry]) -> None:
-    """Every entry valid, or ParamsError naming each bad entry: nothing starts otherwise."""
+def validate_suite(path: Path, only: str | None = None) -> list[Entry]:
+    """The suite's entries (those matching ``only``), every one valid; else one ParamsError
+    listing every problem of every line and entry at once."""
+    entries, problems = _read_entries(Path(path))
+    if only:
+        entries = [e for e in entries if fnmatch.fnmatch(e.params.stem, only)
+                   or fnmatch.fnmatch(e.key, only)]
+        if not entries and not problems:
+            raise InputError(f"--only {only!r} matches no entry of {path}")
+    validate_entries(entries, problems)
+    return entries
+
+
+def validate_entries(entries: list[Entry], problems: list[tuple[str, str]] | None = None) -> None:
+    """Every entry valid, or ParamsError naming each bad entry (after ``problems`` found
+    before, such as unreadable lines): nothing starts otherwise."""
     from workbook.params import validate_scenario
     from workbook.pipeline import ensure_profile_ready
 
-    problems: list[tuple[str, str]] = []
+    problems = list(problems or [])
     for entry in entries:
         try:
             ensure_profile_ready(entry.params, entry.sets)
             validate_scenario(entry.params, entry.sets)
         except ParamsError as exc:
-            problems += [(f"entry {entry.index} ({entry.line}): {f or '<scenario>'}", m)
+            problems += [(f"entry {entry.index} ({cut(entry.line)}): {f or '<scenario>'}", m)
                          for f, m in exc.problems]
         except InputError as exc:
-            problems.append((f"entry {entry.index} ({entry.line})", exc.message))
+            problems.append((f"entry {entry.index} ({cut(entry.line)})", exc.message))
     if problems:
         raise ParamsError(problems, "suite")
 
@@ -147,13 +208,7 @@ def run_suite(path: Path, *, runs_root: Path, directory: Path | None = None,
     from workbook.params import load_scenario
 
     name = Path(path).stem
-    entries = read_suite(path)
-    if only:
-        entries = [e for e in entries if fnmatch.fnmatch(e.params.stem, only)
-                   or fnmatch.fnmatch(e.key, only)]
-        if not entries:
-            raise InputError(f"--only {only!r} matches no entry of {path}")
-    validate_entries(entries)
+    entries = validate_suite(path, only)
     directory = Path(directory or suite_dir(name, runs_root)).resolve()
     directory.mkdir(parents=True, exist_ok=True)
     records = _load_records(directory, entries)
@@ -249,7 +304,7 @@ class _Clusters:
         self.shape: dict[str, Any] | None = None
 
     def prepare(self, scenario: Any) -> None:
-        from workbook.launch import cluster
+        from workbook.launch.cluster import on_demand as cluster
 
         wanted = cluster.shape_of(scenario) if (
             scenario.launcher == "ray" and scenario.ray.local_nodes) else None
@@ -261,7 +316,7 @@ class _Clusters:
             self.shape = wanted
 
     def stop(self) -> None:
-        from workbook.launch import cluster
+        from workbook.launch.cluster import lifecycle as cluster
 
         if self.shape is not None:
             cluster.down(self.state_file)

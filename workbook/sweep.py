@@ -278,21 +278,22 @@ def _resume(sweep: Sweep) -> None:
 @contextmanager
 def _sweep_clusters(sweep: Sweep, scenario: Any, count: int) -> Iterator[list[str]]:
     """``count`` one-node local Ray clusters, started one after another; their addresses."""
-    from workbook.launch import cluster
+    from workbook.launch.cluster import lifecycle
+    from workbook.launch.cluster.on_demand import device_resource
 
     state_files: list[Path] = []
     try:
         addresses = []
         for lane in range(1, count + 1):
             state_files.append(sweep.directory / f"cluster-{lane}.json")
-            state = cluster.up(1, cpus_per_node=32, devices_per_node=scenario.devices_per_node,
-                               device_resource=cluster.device_resource(scenario.profile),
-                               state_file=state_files[-1])
+            state = lifecycle.up(1, cpus_per_node=32, devices_per_node=scenario.devices_per_node,
+                                 device_resource=device_resource(scenario.profile),
+                                 state_file=state_files[-1])
             addresses.append(state.dashboard_url)
         yield addresses
     finally:
         for state_file in state_files:
-            cluster.down(state_file)
+            lifecycle.down(state_file)
 
 
 def _compare(sweep: Sweep) -> None:

@@ -141,7 +141,8 @@ def test_real_log_that_died_before_step_1_fails_with_its_diagnosis(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
-    code = main(["check", str(REAL_LOGS / "13_searchr1-ppo-main_task-cuda-oom-before-step1.log")])
+    code = main(["check", str(REAL_LOGS / "13_searchr1-ppo-main_task-cuda-oom-before-step1.log"),
+                 "--out", str(tmp_path)])
 
     result = json.loads((tmp_path / "checks.json").read_text())
     assert code == 3 and result["verdict"]["status"] == "failed"
@@ -156,7 +157,7 @@ def test_real_npu_log_is_checked_with_expressions(tmp_path: Path,
     log = str(REAL_LOGS / "04_npu-ascend-grpo-sync-agentloop.log")
 
     code = main(["check", log, "--expr", 'data["actor/pg_clipfrac"][1] < 1e-4',
-                 "--expr", 'data["timing_s/gen"][8] > 300'])
+                 "--expr", 'data["timing_s/gen"][8] > 300', "--out", str(tmp_path)])
 
     result = json.loads((tmp_path / "checks.json").read_text())
     rows = result["rows"]

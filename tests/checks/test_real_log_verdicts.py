@@ -52,7 +52,8 @@ def test_the_verdict_of_a_real_log(log: Path, scenario: Path | None, verdict: st
                                    words: str, tmp_path: Path,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    args = ["check", str(log)] + (["--scenario", str(scenario)] if scenario else [])
+    args = ["check", str(log), "--out", str(tmp_path / "checks.json")] + (
+        ["--scenario", str(scenario)] if scenario else [])
 
     assert main(args) == code
 
@@ -66,9 +67,9 @@ def test_diagnose_report_and_check_agree_on_each_derived_log(log: Path, tmp_path
                                                              monkeypatch: pytest.MonkeyPatch,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
-    code = main(["check", str(log)])
+    code = main(["check", str(log), "--out", str(tmp_path / "checks.json")])
     checked = json.loads((tmp_path / "checks.json").read_text())["verdict"]["status"]
-    assert main(["report", str(log), "--out", str(tmp_path / "runs")]) == 0
+    assert main(["report", str(log), "--out", str(tmp_path / "runs")]) == code
     report_dir = Path(capsys.readouterr().out.strip().splitlines()[-1]).parent
     reported = json.loads((report_dir / "checks.json").read_text())["verdict"]
     assert reported["status"] == checked and reported["exit_code"] == code

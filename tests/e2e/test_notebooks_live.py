@@ -22,13 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.chromium import ARTIFACTS, chromium
 from tests.conftest import REPO, WORKBOOK, HeavyLock, processes_naming
 
 pytestmark = [pytest.mark.verl, pytest.mark.browser]
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-ARTIFACTS = REPO / "test-artifacts"
 PARAMETERS = """scenario = "params/gspo-tiny-1n1cpu-fsdp2-vllm.yaml"
 clip_ratio_low = None
 clip_ratio_high = 6e-4
@@ -76,19 +73,13 @@ def lab(session_env: dict[str, str], cpu_assets: object,
 
 @pytest.fixture(scope="module")
 def page(lab: tuple[str, Path]) -> Iterator[object]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} missing: run `make browser` (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
     url, _ = lab
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with chromium() as browser:
         tab = browser.new_page(viewport={"width": 1500, "height": 1000})
         tab.goto(f"{url}/lab/tree/gspo.ipynb")
         tab.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
         tab.wait_for_selector(".jp-Notebook-ExecutionIndicator, .jp-KernelStatus", timeout=60_000)
         yield tab
-        browser.close()
 
 
 def _run_all(tab) -> None:  # type: ignore[no-untyped-def]

@@ -9,8 +9,12 @@ is parsed the way the shell would hand it to ``workbook``.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,11 +23,23 @@ import pytest
 import yaml
 
 from workbook.cli import parser
+from workbook.params import load_scenario
+from workbook.suite import read_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 CI = ROOT / "examples" / "ci"
 YAML_FILES = sorted([*CI.glob("*.yml"), *CI.glob("*.yaml")])
 MARKDOWN_FILES = sorted(CI.glob("*.md"))
+NIGHTLY = CI / "nightly-ascend.yml"
+KUBERAY = CI / "nightly-kuberay.yml"
+SUITES = {"params/suites/nightly-npu-a2.txt": "linux-aarch64-a2b3-8",
+          "params/suites/nightly-npu-a3.txt": "linux-aarch64-a3-16"}
+# Current majors (all on node24 or composite), read from each action's repository.
+CURRENT_MAJORS = {"actions/checkout": "v7", "actions/upload-artifact": "v7",
+                  "actions/download-artifact": "v8", "actions/upload-pages-artifact": "v5",
+                  "actions/deploy-pages": "v5", "actions/setup-python": "v7"}
+ACTIONLINT = (shutil.which("actionlint", path=str(Path(sys.executable).parent))
+              or shutil.which("actionlint"))
 PLACEHOLDER = "PLACEHOLDER"
 _EXPRESSION = re.compile(r"\$\{\{.*?\}\}")
 _VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*")
@@ -70,6 +86,8 @@ def _script_lines(script: str) -> Iterator[str]:
 
 def workbook_argv(line: str) -> list[str] | None:
     """The arguments ``workbook`` gets from one shell line, or None if the line does not run it."""
+    if "workbook" not in line:
+        return None  # e.g. a line of a Python here-document, which is no shell
     text = _VARIABLE.sub(PLACEHOLDER, _EXPRESSION.sub(PLACEHOLDER, line))
     text = text.split(" # ", 1)[0]
     lexer = shlex.shlex(_REDIRECT.sub(" ", " " + text), posix=True, punctuation_chars=True)
@@ -187,3 +205,145 @@ def test_every_workbook_command_parses(argv: list[str]) -> None:
 )
 def test_command_lines_are_read_as_the_shell_would(line: str, argv: list[str] | None) -> None:
     assert workbook_argv(line) == argv
+
+
+def _workflows() -> list[Path]:
+    return [p for p in YAML_FILES if _is_workflow(_load(p))]
+
+
+def _jobs_table() -> list[dict[str, Any]]:
+    table: list[dict[str, Any]] = json.loads(_load(NIGHTLY)["env"]["JOBS"])
+    return table
+
+
+def _uses(data: Any) -> Iterator[str]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key == "uses" and isinstance(value, str):
+                yield value
+            else:
+                yield from _uses(value)
+    elif isinstance(data, list):
+        for item in data:
+            yield from _uses(item)
+
+
+def _actionlint(path: Path) -> subprocess.CompletedProcess[str]:
+    assert ACTIONLINT is not None, "actionlint is missing: the test extra installs it"
+    return subprocess.run([ACTIONLINT, "-no-color", "-config-file", str(CI / "actionlint.yaml"),
+                           str(path)], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("path", _workflows(), ids=_rel)
+def test_actionlint_finds_nothing_in_the_workflow(path: Path) -> None:
+    done = _actionlint(path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("path", _workflows(), ids=_rel)
+def test_actionlint_flags_a_workflow_with_a_mistake(path: Path, tmp_path: Path) -> None:
+    # The same workflow with one misspelt action input: the lint must see it, or it checks nothing.
+    text = path.read_text()
+    assert "uses: actions/checkout@" in text
+    broken = text.replace("uses: actions/checkout@v7", "uses: actions/checkout@v7\n        with: {fetch-dept: 1}", 1)
+    (tmp_path / path.name).write_text(broken)
+    done = _actionlint(tmp_path / path.name)
+    assert done.returncode == 1 and 'input "fetch-dept" is not defined' in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("path", _workflows(), ids=_rel)
+def test_every_action_is_at_its_current_major(path: Path) -> None:
+    for ref in _uses(_load(path)):
+        action, _, version = ref.partition("@")
+        assert action in CURRENT_MAJORS, f"{ref}: not an action these recipes are checked against"
+        assert version == CURRENT_MAJORS[action], f"{ref}: the current major is {CURRENT_MAJORS[action]}"
+
+
+def test_the_nightly_has_one_job_per_npu_scenario_on_its_suites_runner() -> None:
+    table = _jobs_table()
+    scenarios = [row["scenario"] for row in table]
+    assert len(scenarios) == len(set(scenarios)) == 13
+    expected = {}
+    for suite, runner in SUITES.items():
+        for entry in read_suite(ROOT / suite):
+            if load_scenario(entry.params, check_files=False).launcher != "ray":
+                expected[entry.params.stem] = (suite, runner)
+    assert {row["scenario"]: (row["suite"], row["runner"]) for row in table} == expected
+
+
+def test_the_nightly_jobs_keep_verls_job_names_and_cron_slots() -> None:
+    facts = ROOT / "tests" / "command" / "data" / "nightly"
+    crons = {c["cron"] for c in _triggers(_load(NIGHTLY))["schedule"]}
+    for row in _jobs_table():
+        assert json.loads((facts / f"{row['scenario']}.script.json").read_text())["job"] == row["job"]
+        assert f"0 {row['slot']} * * *" in crons
+
+
+def test_the_nightly_job_outlives_its_step_which_outlives_the_scenario() -> None:
+    job = _load(NIGHTLY)["jobs"]["nightly"]
+    step = next(s for s in job["steps"] if s.get("id") == "run")
+    longest = max(load_scenario(ROOT / "params" / f"{row['scenario']}.yaml", check_files=False).timeout_s or 0
+                  for row in _jobs_table())
+    assert job["timeout-minutes"] > step["timeout-minutes"] > longest / 60
+
+
+def test_container_jobs_use_the_containers_paths_and_a_runs_root_that_survives() -> None:
+    job = _load(NIGHTLY)["jobs"]["nightly"]
+    assert "container" in job
+    for block in _run_blocks(job):
+        assert "runner.temp" not in block and "/github/home" not in block
+    setup = "\n".join(_run_blocks(job))
+    assert "WORKBOOK_RUNS=${RUNS_ROOT:-$RUNNER_TOOL_CACHE/" in setup
+    assert all("runner.temp" not in str(step.get("with", {})) for step in job["steps"])
+
+
+def test_a_manual_run_reruns_and_a_scheduled_one_resumes() -> None:
+    step = next(s for s in _load(NIGHTLY)["jobs"]["nightly"]["steps"] if s.get("id") == "run")
+    lines = step["run"].splitlines()
+    runs = [(n, a) for n, a in enumerate(map(workbook_argv, lines)) if a]
+    (first, manual), (_, scheduled) = runs
+    assert "--rerun" in manual and "--rerun" not in scheduled
+    assert '"$GITHUB_EVENT_NAME" = workflow_dispatch ]' in lines[first - 1]
+
+
+@pytest.mark.parametrize("path", _workflows(), ids=_rel)
+def test_artifacts_hold_only_published_sites_and_junit(path: Path) -> None:
+    for job in _load(path)["jobs"].values():
+        for step in job.get("steps", []):
+            if str(step.get("uses", "")).startswith("actions/upload-artifact@"):
+                for item in str(step["with"]["path"]).splitlines():
+                    assert item.rstrip("/").endswith(("site", "junit.xml", "out")), item
+                publish = [a for b in _run_blocks(job) for a in map(workbook_argv, _script_lines(b))
+                           if a and a[0] == "publish"]
+                assert publish, "an artifact without `workbook publish` before it"
+
+
+def test_pages_deploy_from_a_job_without_a_container_after_every_night_job() -> None:
+    jobs = _load(NIGHTLY)["jobs"]
+    pages = jobs["pages"]
+    assert "container" not in pages and set(pages["needs"]) == {"nightly", "ray"}
+    assert any(str(u).startswith("actions/deploy-pages@") for u in _uses(pages))
+    assert not any(str(u).startswith("actions/upload-pages-artifact@") for u in _uses(jobs["nightly"]))
+
+
+def test_ray_entries_run_only_where_a_ray_address_is_set() -> None:
+    jobs = _load(NIGHTLY)["jobs"]
+    assert "vars.RAY_ADDRESS != ''" in jobs["ray"]["if"]
+    assert jobs["ray"]["env"]["RAY_ADDRESS"] == "${{ vars.RAY_ADDRESS }}"
+    ray = {e["scenario"] for e in jobs["ray"]["strategy"]["matrix"]["include"]}
+    assert ray == {e.params.stem for suite in SUITES for e in read_suite(ROOT / suite)
+                   if load_scenario(e.params, check_files=False).launcher == "ray"}
+
+
+def test_the_kuberay_guide_waits_for_success_and_failure_alike() -> None:
+    text = (CI / "kuberay-multinode.md").read_text(encoding="utf-8")
+    assert "case \"$state\" in Complete|Failed) break" in text
+    assert "--for=jsonpath='{.status.jobDeploymentStatus}'=Complete --timeout" not in text
+
+
+def test_the_before_of_the_guide_is_verls_real_job() -> None:
+    text = (CI / "verl-nightly-job.md").read_text(encoding="utf-8")
+    before = text.split("## Before", 1)[1].split("## After", 1)[0]
+    assert "bash tests/special_npu/nightly_ci_ascend/run_gspo_qwen3_8b_fsdp2_npu.sh\n" in before
+    assert "cd /root/.cache/nightly_log/" in before
+    assert "--base run_gspo_qwen3_8b_fsdp2_npu/baseline_gspo_qwen3_8b_fsdp2_npu.txt" in before

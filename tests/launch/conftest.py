@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from workbook.launch import cluster
+from workbook.launch.cluster import lifecycle
+from workbook.launch.cluster.state import ClusterState
 from workbook.runs import RunDir
 
 
 @pytest.fixture(scope="session")
-def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterState]:
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
     """A 2-node cluster with 1 logical GPU per node.
 
     ``WB_TEST_RAY_STATE=<state file>`` reuses a cluster started beforehand with
@@ -26,14 +27,14 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.Cl
     """
     reuse = os.environ.get("WB_TEST_RAY_STATE")
     state_file = Path(reuse) if reuse else tmp_path_factory.mktemp("cluster") / "cluster.json"
-    state = cluster.up(
+    state = lifecycle.up(
         2, cpus_per_node=4, devices_per_node=1, device_resource="GPU", state_file=state_file
     )
     try:
         yield state
     finally:
         if not reuse:
-            cluster.down(state_file)
+            lifecycle.down(state_file)
             shutil.rmtree(state.temp_dir, ignore_errors=True)  # Ray's session logs
 
 

@@ -11,7 +11,9 @@ import psutil
 import pytest
 
 from workbook.cli import cluster as cluster_cli
-from workbook.launch import cluster, ray_client, ray_nodes
+from workbook.launch import processes, ray_client, ray_nodes
+from workbook.launch.cluster import lifecycle, probe
+from workbook.launch.cluster.state import ClusterState, temp_dir_for
 
 RAY_DEFAULT_PORTS = {6379, 8265, 10001, 52365, 8076, 8077, 62365}
 
@@ -37,7 +39,7 @@ def test_every_port_is_free_distinct_and_off_rays_defaults() -> None:
 
 
 def test_start_command_declares_logical_devices_and_an_own_temp_dir(tmp_path: Path) -> None:
-    temp = cluster.temp_dir_for(tmp_path / "state.json")
+    temp = temp_dir_for(tmp_path / "state.json")
     ports = ray_nodes.node_ports(True, set())
     gpu = ray_nodes.start_command(
         ports=ports, temp_dir=temp, cpus=4, devices=1, device_resource="GPU", head_address=None
@@ -50,8 +52,8 @@ def test_start_command_declares_logical_devices_and_an_own_temp_dir(tmp_path: Pa
     assert "--address=h:1" in npu and "--head" not in npu
     assert '--resources={"NPU": 4}' in npu and "--num-gpus=0" in npu
     # AF_UNIX socket paths under the temp dir must stay below 108 bytes
-    assert len(str(temp)) <= 20 and temp == cluster.temp_dir_for(tmp_path / "state.json")
-    assert temp != cluster.temp_dir_for(tmp_path / "other.json")
+    assert len(str(temp)) <= 20 and temp == temp_dir_for(tmp_path / "state.json")
+    assert temp != temp_dir_for(tmp_path / "other.json")
 
 
 def test_auth_token_is_found_where_ray_looks(
@@ -88,11 +90,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 @pytest.mark.ray
 def test_status_shows_two_alive_nodes_and_their_resources(
-    ray_cluster: cluster.ClusterState, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ray_cluster: ClusterState, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     state_file = tmp_path / "copy.json"
     state_file.write_text(json.dumps(ray_cluster.to_dict()))
-    result = cluster.status(state_file)
+    result = probe.status(state_file)
     assert result.reachable and len(result.alive_nodes) == 2
     assert sum(n.is_head for n in result.alive_nodes) == 1
     assert all(n.resources["GPU"] == 1.0 and n.resources["CPU"] == 4.0 for n in result.alive_nodes)
@@ -106,26 +108,26 @@ def test_status_shows_two_alive_nodes_and_their_resources(
 @pytest.mark.ray
 def test_up_twice_reuses_the_cluster_and_down_leaves_no_ray_process(tmp_path: Path) -> None:
     state_file = tmp_path / "one.json"
-    first = cluster.up(
+    first = lifecycle.up(
         1, cpus_per_node=2, devices_per_node=4, device_resource="NPU", state_file=state_file
     )
     try:
-        again = cluster.up(
+        again = lifecycle.up(
             1, cpus_per_node=2, devices_per_node=4, device_resource="NPU", state_file=state_file
         )
         assert again.dashboard_url == first.dashboard_url and again.pids == first.pids
-        (node,) = cluster.status(state_file).alive_nodes
+        (node,) = probe.status(state_file).alive_nodes
         assert node.resources["NPU"] == 4.0 and "GPU" not in node.resources
-        procs = cluster.cluster_processes(first.temp_dir)
+        procs = processes.cluster_processes(first.temp_dir)
         assert len(procs) >= 4  # gcs, raylet, dashboard, agents ...
         assert {p.pid for p in procs} >= set(first.pids) - {
             p for p in first.pids if not psutil.pid_exists(p)
         }
     finally:
-        counts = cluster.down(state_file)
+        counts = lifecycle.down(state_file)
         shutil.rmtree(first.temp_dir, ignore_errors=True)
     assert counts["terminated"] + counts["killed"] >= 4
-    assert cluster.cluster_processes(first.temp_dir) == []
+    assert processes.cluster_processes(first.temp_dir) == []
     survivors = []
     for pid in first.pids:
         try:
@@ -135,4 +137,4 @@ def test_up_twice_reuses_the_cluster_and_down_leaves_no_ray_process(tmp_path: Pa
             continue
     assert survivors == []
     assert not state_file.exists()
-    assert cluster.status(state_file).state is None
+    assert probe.status(state_file).state is None

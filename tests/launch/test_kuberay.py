@@ -22,7 +22,8 @@ import pytest
 from workbook.cli import rayjob as rayjob_cli
 from workbook.command import build_plan
 from workbook.errors import InputError, LaunchError
-from workbook.launch import kuberay
+from workbook.launch.kuberay import kubectl
+from workbook.launch.kuberay import manifest as kuberay_manifest
 from workbook.launch.outcome import Plan
 from workbook.params import load_scenario
 from workbook.serialization import load_yaml_text
@@ -40,7 +41,7 @@ def validate(manifest: dict) -> None:
 def npu_plan_and_manifest() -> tuple:
     scenario = load_scenario(NPU_SCENARIO, check_files=False, variables={"HOME": "${HOME}"})
     plan = build_plan(scenario, Path("/tmp/verl-workbook/runs/x/run"), on_existing_cluster=True)
-    manifest = kuberay.rayjob_manifest(
+    manifest = kuberay_manifest.rayjob_manifest(
         plan,
         name=scenario.name,
         nodes=scenario.nodes,
@@ -56,7 +57,7 @@ def test_npu_manifest_validates_against_the_rayjob_schema(npu_plan_and_manifest:
     _, _, manifest = npu_plan_and_manifest
     validate(manifest)
     # and survives a YAML round trip unchanged (what `workbook rayjob > rayjob.yaml` writes)
-    assert load_yaml_text(kuberay.manifest_yaml(manifest)) == manifest
+    assert load_yaml_text(kuberay_manifest.manifest_yaml(manifest)) == manifest
 
 
 def test_npu_manifest_asks_each_worker_for_the_scenarios_npus(npu_plan_and_manifest: tuple) -> None:
@@ -122,7 +123,7 @@ def test_cuda_and_cpu_manifests_use_their_device_resource(
     plan = Plan(
         ["python3", "-m", "verl.trainer.main_ppo", "a=b c"], {"X": "1", "RAY_AUTH_TOKEN": "secret"}
     )
-    manifest = kuberay.rayjob_manifest(
+    manifest = kuberay_manifest.rayjob_manifest(
         plan, name="My_Run.v2", nodes=3, devices_per_node=8, device=device, timeout_s=None
     )
     validate(manifest)
@@ -139,11 +140,11 @@ def test_cuda_and_cpu_manifests_use_their_device_resource(
 def test_settings_are_checked_and_defaults_documented() -> None:
     plan = Plan(["true"], {})
     with pytest.raises(InputError, match="unknown kuberay setting"):
-        kuberay.rayjob_manifest(
+        kuberay_manifest.rayjob_manifest(
             plan, name="x", nodes=1, devices_per_node=1, device="npu", settings={"imag": "x"}
         )
     with pytest.raises(InputError, match="submission_mode"):
-        kuberay.rayjob_manifest(
+        kuberay_manifest.rayjob_manifest(
             plan,
             name="x",
             nodes=1,
@@ -151,7 +152,7 @@ def test_settings_are_checked_and_defaults_documented() -> None:
             device="npu",
             settings={"submission_mode": "Bogus"},
         )
-    manifest = kuberay.rayjob_manifest(
+    manifest = kuberay_manifest.rayjob_manifest(
         plan,
         name="x",
         nodes=1,
@@ -171,8 +172,8 @@ def test_settings_are_checked_and_defaults_documented() -> None:
         *manifest["spec"]["rayClusterSpec"]["workerGroupSpecs"],
     ]
     assert {p["template"]["spec"]["serviceAccountName"] for p in pods} == {"runner"}
-    for key in kuberay.DEFAULTS:
-        assert key in (kuberay.__doc__ or ""), f"default of {key} is not documented"
+    for key in kuberay_manifest.DEFAULTS:
+        assert key in (kuberay_manifest.__doc__ or ""), f"default of {key} is not documented"
 
 
 def test_schema_rejects_a_misspelled_field(npu_plan_and_manifest: tuple) -> None:
@@ -206,7 +207,7 @@ def test_apply_without_kubectl_says_so_with_exit_3(
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(LaunchError, match="kubectl is not on PATH") as err:
-        kuberay.apply({"metadata": {"name": "x"}})
+        kubectl.apply({"metadata": {"name": "x"}})
     assert err.value.exit_code == 3
 
 
@@ -228,7 +229,7 @@ def test_apply_without_a_reachable_cluster_says_so_with_exit_3(
         (tmp_path / "kubeconfig").write_text(json.dumps(config))
         monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
         with pytest.raises(LaunchError, match="no usable Kubernetes cluster with KubeRay") as err:
-            kuberay.apply({"metadata": {"name": "x", "namespace": "default"}})
+            kubectl.apply({"metadata": {"name": "x", "namespace": "default"}})
     assert err.value.exit_code == 3
     assert os.environ["KUBECONFIG"] == str(tmp_path / "kubeconfig")
 
@@ -253,7 +254,7 @@ def test_manifest_paths_are_the_pods_home_not_the_submitting_machines(
     monkeypatch.setenv("HOME", str(submitter_home))
     monkeypatch.delenv("WORKBOOK_ASSETS", raising=False)
     manifest = _pod_manifest(capsys, "env.HF_HOME=${HOME}/.cache/huggingface")
-    assert str(submitter_home) not in kuberay.manifest_yaml(manifest)
+    assert str(submitter_home) not in kuberay_manifest.manifest_yaml(manifest)
     spec = manifest["spec"]
     assert 'actor_rollout_ref.model.path="${HOME}"/.cache/models/Qwen/Qwen3-0.6B' in (
         spec["entrypoint"].split()
@@ -304,7 +305,7 @@ def _through_k8s_job_submitter(entrypoint: str, home: str) -> str:
 def test_verl_gets_the_exact_words_with_the_pods_home(mode: str) -> None:
     scenario = load_scenario(NPU_SCENARIO, check_files=False, variables={"HOME": "${HOME}"})
     plan = rayjob_cli.pod_plan(scenario, "20260101T000000Z-abcdef")
-    command = kuberay.entrypoint(plan.argv)
+    command = kuberay_manifest.entrypoint(plan.argv)
     if mode == "K8sJobMode":
         command = _through_k8s_job_submitter(command, POD_HOME)
     expected = [a.replace("${HOME}", POD_HOME) for a in plan.argv[1:]]
@@ -323,7 +324,7 @@ def test_verl_gets_the_exact_words_with_the_pods_home(mode: str) -> None:
     ],
 )
 def test_shell_word_quotes_everything_but_home(arg: str, quoted: str) -> None:
-    assert kuberay.shell_word(arg) == quoted
+    assert kuberay_manifest.shell_word(arg) == quoted
     assert _words_verl_gets(f"python3 {quoted}", POD_HOME) == [arg.replace("${HOME}", POD_HOME)]
 
 
@@ -411,7 +412,7 @@ def fake_kubectl(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_KUBE_DIR", str(state))
-    monkeypatch.setattr(kuberay, "POLL_S", 0.0)
+    monkeypatch.setattr(kubectl, "POLL_S", 0.0)
     return state
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from workbook.errors import LaunchError
-from workbook.launch import cluster, ray_client
+from workbook.launch import ray_client
+from workbook.launch.cluster.state import ClusterState
 from workbook.launch.job_log import LineLog
 from workbook.launch.outcome import Plan, request_stop
 from workbook.launch.ray_job import RayJobLauncher, check_resources, job_runtime_env
@@ -37,7 +38,7 @@ def numbered_lines_plan(
     return Plan(argv=[sys.executable, "-c", code], env=dict(env or {}))
 
 
-def launcher(state: cluster.ClusterState, **kwargs: object) -> RayJobLauncher:
+def launcher(state: ClusterState, **kwargs: object) -> RayJobLauncher:
     return RayJobLauncher(
         state.dashboard_url,
         nodes=2,
@@ -57,7 +58,7 @@ def numbered(run_dir: RunDir) -> list[str]:
     return [line for line in log_lines(run_dir) if re.fullmatch(r"line \d+", line)]
 
 
-def assert_log_is_the_job_log(state: cluster.ClusterState, run_dir: RunDir) -> None:
+def assert_log_is_the_job_log(state: ClusterState, run_dir: RunDir) -> None:
     """run.log is exactly the job's full log: nothing lost, nothing twice."""
     client = ray_client.JobsClient.connect(state.dashboard_url, ray_client.auth_token())
     assert run_dir.file("log").read_text(encoding="utf-8") == client.logs(run_dir.run_id)
@@ -135,7 +136,7 @@ def test_missing_address_says_how_to_get_one(
 
 @pytest.mark.ray
 def test_preflight_reports_two_local_nodes_with_a_gpu_each(
-    ray_cluster: cluster.ClusterState,
+    ray_cluster: ClusterState,
 ) -> None:
     result = launcher(ray_cluster).preflight()
     assert result["address"] == ray_cluster.dashboard_url
@@ -146,7 +147,7 @@ def test_preflight_reports_two_local_nodes_with_a_gpu_each(
 
 @pytest.mark.ray
 def test_without_an_address_the_local_cluster_is_used(
-    ray_cluster: cluster.ClusterState, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    ray_cluster: ClusterState, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     state_file = tmp_path / "cluster.json"
     state_file.write_text(json.dumps(ray_cluster.to_dict()))
@@ -167,7 +168,7 @@ def test_without_an_address_the_local_cluster_is_used(
     ],
 )
 def test_cluster_without_enough_devices_is_refused_before_submitting(
-    ray_cluster: cluster.ClusterState,
+    ray_cluster: ClusterState,
     run_dir: RunDir,
     nodes: int,
     devices: int,
@@ -185,7 +186,7 @@ def test_cluster_without_enough_devices_is_refused_before_submitting(
 
 @pytest.mark.ray
 def test_cluster_already_running_a_verl_trainer_is_refused_naming_its_job(
-    ray_cluster: cluster.ClusterState, run_dir: RunDir
+    ray_cluster: ClusterState, run_dir: RunDir
 ) -> None:
     """Stands in for a running verl job: it holds TransferQueue's cluster-wide controller name."""
     holder = (
@@ -222,7 +223,7 @@ def test_cluster_already_running_a_verl_trainer_is_refused_naming_its_job(
 
 @pytest.mark.ray
 def test_job_streams_every_line_into_run_log_and_collects_the_file_logger(
-    ray_cluster: cluster.ClusterState, run_dir: RunDir, tmp_path: Path
+    ray_cluster: ClusterState, run_dir: RunDir, tmp_path: Path
 ) -> None:
     jsonl = tmp_path / "elsewhere" / "metrics.jsonl"
     write = f"import os, json, pathlib\np = pathlib.Path({str(jsonl)!r}); p.parent.mkdir()\np.write_text(json.dumps({{'step': 1, 'data': {{'x': 1}}}}) + '\\n')"
@@ -245,7 +246,7 @@ def test_job_streams_every_line_into_run_log_and_collects_the_file_logger(
 
 @pytest.mark.ray
 def test_failed_job_is_failed_with_the_driver_exit_code(
-    ray_cluster: cluster.ClusterState, run_dir: RunDir
+    ray_cluster: ClusterState, run_dir: RunDir
 ) -> None:
     plan = Plan(
         argv=[sys.executable, "-c", "import sys; print('about to fail'); sys.exit(7)"], env={}
@@ -258,7 +259,7 @@ def test_failed_job_is_failed_with_the_driver_exit_code(
 
 @pytest.mark.ray
 def test_stop_request_ends_the_job_stopped(
-    ray_cluster: cluster.ClusterState, run_dir: RunDir
+    ray_cluster: ClusterState, run_dir: RunDir
 ) -> None:
     plan = numbered_lines_plan(600, 0.5)
 
@@ -276,7 +277,7 @@ def test_stop_request_ends_the_job_stopped(
 
 @pytest.mark.ray
 def test_timeout_stops_the_job_and_says_timeout(
-    ray_cluster: cluster.ClusterState, run_dir: RunDir
+    ray_cluster: ClusterState, run_dir: RunDir
 ) -> None:
     outcome = launcher(ray_cluster).run(numbered_lines_plan(600, 0.5), run_dir, timeout_s=8)
     assert outcome.status == "timeout", outcome.message
@@ -300,7 +301,7 @@ class DroppingClient(ray_client.JobsClient):
 
 @pytest.mark.ray
 def test_log_stream_survives_forced_disconnects_without_lost_or_duplicated_lines(
-    ray_cluster: cluster.ClusterState, run_dir: RunDir
+    ray_cluster: ClusterState, run_dir: RunDir
 ) -> None:
     def factory(url: str, token: str | None) -> ray_client.JobsClient:
         real = ray_client.JobsClient.connect(url, token)
@@ -319,7 +320,7 @@ def test_log_stream_survives_forced_disconnects_without_lost_or_duplicated_lines
 
 @pytest.mark.ray
 def test_driver_ray_init_with_the_jobs_env_keys_does_not_clash(
-    ray_cluster: cluster.ClusterState, run_dir: RunDir
+    ray_cluster: ClusterState, run_dir: RunDir
 ) -> None:
     # verl's main_ppo calls ray.init(runtime_env={"env_vars": {"VERL_FULL_DETERMINISM": ...}})
     # whatever the job's env holds; Ray refuses that merge unless the job allows overrides.
@@ -339,7 +340,7 @@ def test_driver_ray_init_with_the_jobs_env_keys_does_not_clash(
 
 @pytest.mark.ray
 def test_cpu_plugin_is_shipped_to_nodes_of_a_remote_cluster(
-    ray_cluster: cluster.ClusterState, run_dir: RunDir, tmp_path: Path
+    ray_cluster: ClusterState, run_dir: RunDir, tmp_path: Path
 ) -> None:
     # A remote cluster has no workbook installed: the launcher ships the package and the
     # vllm version answer as py_modules. Forced here on the local cluster.

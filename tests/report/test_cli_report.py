@@ -16,7 +16,7 @@ DATA = Path(__file__).parent / "data"
 def test_report_imports_a_console_log_and_prints_its_path_last(tmp_path, capsys):
     log = tmp_path / "nightly.log"
     shutil.copyfile(DATA / "failed-run.log", log)
-    assert main(["report", str(log), "--out", str(tmp_path / "runs")]) == 0
+    assert main(["report", str(log), "--out", str(tmp_path / "runs")]) == 3  # the verdict's code
     printed = Path(capsys.readouterr().out.strip().splitlines()[-1])
     assert printed.name == "report.html" and printed.parent.parent.name == "imported"
     assert (printed.parent / "run.log").read_text() == log.read_text()

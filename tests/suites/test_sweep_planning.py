@@ -104,7 +104,7 @@ def test_a_sigterm_to_the_sweep_reaches_its_running_points_as_a_stop(tmp_path: P
 
 def test_a_finished_sweep_run_again_in_parallel_starts_no_cluster(
         tmp_path: Path, cpu_assets: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    from workbook.launch import cluster
+    from workbook.launch.cluster import lifecycle
     from workbook.sweep import plan_sweep, run_sweep
 
     sweep = plan_sweep(GSPO, ["clip_ratio_high=4e-4,6e-4"], [], replay_rollouts=False,
@@ -115,6 +115,6 @@ def test_a_finished_sweep_run_again_in_parallel_starts_no_cluster(
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("a Ray cluster was started for a sweep with nothing to run")
 
-    monkeypatch.setattr(cluster, "up", refuse)
+    monkeypatch.setattr(lifecycle, "up", refuse)
     done = run_sweep(sweep, runs_root=tmp_path, parallel=2)
     assert [p.status for p in done.points] == ["failed", "failed"]

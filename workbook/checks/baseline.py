@@ -22,6 +22,10 @@ files (no sigma, no key, no settings) still load.
 Files are written by ``workbook bless`` or ``workbook baseline import``; nobody edits numbers by
 hand. verl's Ascend baselines (``key:value`` text lines read by its ``check_npu.py``) load
 directly too, their old key ``perf/max_memory_allocated_gb`` renamed as that script does.
+
+What a file must be to be used (no merge-conflict markers, every line read, finite numbers in
+the metric's range, no unknown keys) is :mod:`workbook.checks.baseline_rules`; the same rules
+apply to reading, importing and writing, so nothing is written that could not be read back.
 """
 
 from __future__ import annotations
@@ -29,18 +33,28 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from workbook.checks.baseline_rules import (
+    FORMAT,
+    FORMATS,
+    MAX_BYTES,
+    conflict_lines,
+    document_problems,
+    parse_ascend_lines,
+    refuse,
+    short,
+    value_problems,
+)
 from workbook.errors import BaselineError, InputError
 from workbook.runs import write_atomic
 from workbook.serialization import dump_yaml, load_yaml_text
 
-FORMAT = "verl-workbook-baseline/2"
-FORMATS = ("verl-workbook-baseline/1", FORMAT)
+__all__ = ["FORMAT", "FORMATS", "Baseline", "BaselineMetric", "import_ascend_text",
+           "load_baseline", "read_baseline_text"]
 # old name -> current name, as verl-ascend-recipe's check_npu.py maps it
 ASCEND_RENAMES = {"perf/max_memory_allocated_gb": "actor/perf/max_memory_allocated_gb"}
 # how check_npu.py reduces what its baselines hold (last step, or mean over steps 5-14)
@@ -51,7 +65,6 @@ ASCEND_REDUCTIONS = {
     "critic/rewards/mean": ("mean", (5, 14)),
     "training/rollout_probs_diff_mean": ("mean", (5, 14)),
 }
-_NUMBER = re.compile(r"(?:np\.float\d*\()?\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)")
 
 
 @dataclass
@@ -129,49 +142,102 @@ class Baseline:
                 "metrics": {k: self.metrics[k].to_dict() for k in sorted(self.metrics)}}
 
     def save(self, path: Path) -> Path:
-        """Write as JSON (or YAML for a .yaml/.yml name), atomically."""
+        """Write as JSON (or YAML for a .yaml/.yml name), atomically; BaselineError, and nothing
+        written, when loading the file back would refuse it."""
         path = Path(path)
+        if path.suffix == ".txt":
+            raise BaselineError(f"{path}: a .txt baseline is read as verl's key:value text; write "
+                                "the baseline as .json, .yaml or .yml")
         data = self.to_dict()
+        # to_dict writes a non-finite value as null (not logged); a reference value must be real
+        problems = [p for name, entry in sorted(self.metrics.items()) if entry.value is not None
+                    for p in value_problems(name, entry.value, f"metrics.{name}.value")]
+        problems += document_problems(data)
+        if problems:
+            raise refuse(f"refusing to write baseline {path}", problems)
         if path.suffix in (".yaml", ".yml"):
             text = dump_yaml(data)
         else:
             text = json.dumps(data, indent=2) + "\n"
+        if len(text) > MAX_BYTES:  # characters <= bytes: refused before encoding
+            raise BaselineError(f"refusing to write baseline {path}: {len(text):,} characters, "
+                                f"more than a baseline is read ({MAX_BYTES:,} bytes); bless "
+                                "fewer steps or metrics")
         self.path = path
         return write_atomic(path, text)
 
 
-def load_baseline(path: Path | str) -> Baseline:
-    """Read a baseline (JSON, YAML, or verl's Ascend ``key:value`` text); BaselineError if not."""
+def read_baseline_text(path: Path | str) -> str:
+    """A baseline file's text: a regular file of at most ``MAX_BYTES``, UTF-8; BaselineError if not.
+
+    Never opens a FIFO or a device (it could block forever or never end).
+    """
     path = Path(path).expanduser()
-    if not path.is_file():
+    if not path.exists():
         raise BaselineError(f"baseline not found: {path}")
+    if not path.is_file():
+        raise BaselineError(f"baseline {path} is not a regular file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"cannot read baseline {path}: {exc}") from None
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise BaselineError(f"baseline {path} is {size:,} bytes, more than a baseline's "
+                                f"{MAX_BYTES:,}; not a baseline")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise BaselineError(f"baseline {path}: line {line}: not UTF-8 text (byte "
+                            f"0x{raw[exc.start]:02x} at offset {exc.start})") from None
+
+
+def load_baseline(path: Path | str) -> Baseline:
+    """Read a baseline (JSON, YAML, or verl's Ascend ``key:value`` text); BaselineError, naming
+    the line or field, when it is missing, unreadable or cannot be right."""
+    path = Path(path).expanduser()
+    text = read_baseline_text(path)
     if path.suffix == ".txt":
         return import_ascend_text(text, source=path)
+    markers = conflict_lines(text)
+    if markers:
+        raise refuse(f"baseline {path}", markers)
     try:
         is_yaml = path.suffix in (".yaml", ".yml")
-        data = load_yaml_text(text, str(path)) if is_yaml else json.loads(text)
+        data = load_yaml_text(text, str(path)) if is_yaml else json.loads(
+            text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
-        raise BaselineError(f"baseline {path} is not valid JSON: {exc}") from None
+        raise BaselineError(f"baseline {path} is not valid JSON: line {exc.lineno}: "
+                            f"{exc.msg}") from None
+    except (ValueError, RecursionError) as exc:  # an int of 4,300+ digits; nesting too deep
+        raise BaselineError(f"baseline {path} is not a baseline: {short(str(exc))}") from None
+    except BaselineError as exc:  # a duplicate key
+        raise BaselineError(f"baseline {path}: {exc.message}") from None
     except InputError as exc:
         raise BaselineError(exc.message) from None
-    baseline = baseline_from_dict(data, str(path))
+    baseline = baseline_from_dict(data, f"baseline {path}")
     baseline.path = path
     return baseline
 
 
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise BaselineError(f"duplicate key {short(key)} in one JSON object; which one is "
+                                "meant?")
+        out[key] = value
+    return out
+
+
 def baseline_from_dict(data: Any, where: str = "baseline") -> Baseline:
-    if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
-        raise BaselineError(f"{where}: expected a mapping with a 'metrics' mapping")
-    if data.get("format", FORMAT) not in FORMATS:
-        raise BaselineError(f"{where}: unknown format {data.get('format')!r}, expected {FORMAT}")
+    """A :class:`Baseline` from its JSON/YAML document; BaselineError listing every problem."""
+    problems = document_problems(data)
+    if problems:
+        raise refuse(where, problems)
     metrics = {str(k): BaselineMetric.from_dict(v, f"{where}: metrics.{k}")
                for k, v in data["metrics"].items()}
-    if not metrics:
-        raise BaselineError(f"{where}: names no metric")
     return Baseline(metrics, dict(data.get("provenance") or {}), data.get("scenario"),
                     data.get("hardware"), hardware_key=data.get("hardware_key") or None,
                     settings=data.get("settings") or None)
@@ -184,14 +250,12 @@ def import_ascend_text(text: str, *, source: Path | str | None = None,
 
     Values are the reduced numbers ``check_npu.py`` compares against (memory at the last step,
     the others a mean over steps 5-14); the old memory key is renamed. ``origin`` records where
-    the text came from upstream (repository, commit, path).
+    the text came from upstream (repository, commit, path). Every line must be read (see
+    :func:`workbook.checks.baseline_rules.parse_ascend_lines`): BaselineError naming each that
+    is not.
     """
-    values: dict[str, float] = {}
-    for line in text.splitlines():
-        key, sep, rest = line.strip().partition(":")
-        match = _NUMBER.match(rest.strip()) if sep else None
-        if key and match:
-            values[key.strip()] = float(match.group(1))
+    where = f"baseline {source}" if source else "baseline text"
+    values = {line.key: line.value for line in parse_ascend_lines(text, where)}
     for old, new in ASCEND_RENAMES.items():
         if old in values:
             value = values.pop(old)

@@ -10,11 +10,16 @@ comparable with), and their provenance.
 
 Only good runs are blessed: each must pass its own health checks (completed, every expected
 step, losses finite, clip fractions sane), and all must share hardware and settings. At least
-``MIN_RUNS`` runs are needed for a sigma worth the name.
+``MIN_RUNS`` distinct runs are needed for a sigma worth the name: one run given three times (the
+same path, a symlink to it, a copy with its run id or its very metrics) would make a "3-run"
+baseline with sigma 0, whose band then fails every honest run. What is written obeys the rules
+every baseline is read with (:mod:`workbook.checks.baseline_rules`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import statistics
 from importlib import metadata
@@ -41,14 +46,17 @@ def bless(run_dirs: list[Path], out: Path | None = None, *, spec: CheckSpec | No
     else ``params/baselines/<scenario>.<hardware>.json``) and return it.
 
     Raises:
-        BaselineError: fewer than ``MIN_RUNS`` runs, a run that is not good, runs that differ
-            in hardware or settings, or a window the runs do not cover.
+        BaselineError: fewer than ``MIN_RUNS`` runs, the same run twice, a run that is not
+            good, runs that differ in hardware or settings, a window the runs do not cover, or
+            values no baseline may hold (nothing is written then).
     """
     dirs = [Path(d) for d in run_dirs]
     if len(dirs) < MIN_RUNS:
         raise BaselineError(f"bless needs at least {MIN_RUNS} good runs to measure their spread "
                             f"(sigma); got {len(dirs)}")
+    _require_distinct_paths(dirs)
     runs = [_good_run(d) for d in dirs]
+    _require_distinct_runs(dirs, runs)
     _require_alike(dirs, runs)
     resolved = runs[0].scenario
     if spec is None:
@@ -58,6 +66,7 @@ def bless(run_dirs: list[Path], out: Path | None = None, *, spec: CheckSpec | No
     metrics = [r.metrics for r in runs]
     names = sorted(set.intersection(*(set(m.names()) for m in metrics)))
     _require_window(dirs, metrics, spec, names)
+    _require_distinct_metrics(dirs, metrics)
     entries: dict[str, BaselineMetric] = {}
     skipped: dict[str, str] = {}
     for name in names:
@@ -88,6 +97,48 @@ def _good_run(path: Path) -> Evidence:
         raise BaselineError(f"cannot bless {path}: {bad[0].name}: {bad[0].message}; bless only "
                             "good runs")
     return evidence
+
+
+def _require_distinct_paths(dirs: list[Path]) -> None:
+    """No directory twice, however it is spelt (``./a``, ``a/``, a symlink to ``a``)."""
+    seen: dict[Path, Path] = {}
+    for path in dirs:
+        real = path.resolve()
+        if real in seen:
+            raise BaselineError(f"cannot bless the same run twice: {seen[real]} and {path} are "
+                                f"both {real}; bless {MIN_RUNS} or more distinct runs")
+        seen[real] = path
+
+
+def _require_distinct_runs(dirs: list[Path], runs: list[Evidence]) -> None:
+    """No run twice under another path: a copy of a run directory keeps its run id."""
+    ids: dict[str, Path] = {}
+    for path, run in zip(dirs, runs, strict=True):
+        run_id = str(run.run.get("run_id") or path.resolve().name)
+        if run_id in ids:
+            raise BaselineError(f"cannot bless the same run twice: {ids[run_id]} and {path} are "
+                                f"both run {run_id}; bless {MIN_RUNS} or more distinct runs")
+        ids[run_id] = path
+
+
+def _require_distinct_metrics(dirs: list[Path], metrics: list[RunMetrics]) -> None:
+    """No two runs with the same metrics at every step: a renamed copy, whose spread is 0."""
+    digests: dict[str, Path] = {}
+    for path, run in zip(dirs, metrics, strict=True):
+        digest = _metrics_digest(run)
+        if digest in digests:
+            raise BaselineError(f"cannot bless the same run twice: {digests[digest]} and {path} "
+                                "logged identical metrics at every step (a copy of one run?); "
+                                f"bless {MIN_RUNS} or more distinct runs")
+        digests[digest] = path
+
+
+def _metrics_digest(metrics: RunMetrics) -> str:
+    """Every step's values, NaN as null (no two real runs agree on every timing to the bit)."""
+    digest = hashlib.sha256()
+    for record in metrics.records():
+        digest.update(json.dumps(record, sort_keys=True).encode())
+    return digest.hexdigest()
 
 
 def _require_alike(dirs: list[Path], runs: list[Evidence]) -> None:

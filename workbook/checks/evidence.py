@@ -5,6 +5,10 @@ notebook, so the same files give the same verdict wherever they are judged. For 
 run's own words stand in for what a run directory records: how many steps it was to train
 (``Total training steps``, the progress bar), whether it ended in a fatal error, which steps
 replayed a rollout dump.
+
+Input that is not a run directory, a console log or a JSONL file is refused here (exit 2), by
+the loader's :func:`~workbook.metrics.loading.input_kind`; whether a training step completed
+is decided once, by :func:`~workbook.metrics.diagnosis.trained`, for every command.
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from workbook.errors import InputError
-from workbook.metrics.diagnosis import diagnose
-from workbook.metrics.loading import load_metrics
+from workbook.metrics.diagnosis import diagnose, positive_int, trained
+from workbook.metrics.loading import input_kind, load_metrics
 from workbook.metrics.model import RunMetrics
 from workbook.params.settings import settings_of
 from workbook.provenance import hardware_key
@@ -66,6 +70,11 @@ class Evidence:
         return settings_of(self.scenario) if self.scenario else None
 
     @property
+    def trained(self) -> bool:
+        """Whether any training step completed: without one a run never passes."""
+        return trained(self.metrics)
+
+    @property
     def replayed_steps(self) -> list[int]:
         return list(self.diagnosis.get("replayed_steps") or [])
 
@@ -77,18 +86,20 @@ def gather(path: Path, *, scenario: Mapping[str, Any] | None = None) -> Evidence
     directory's own ``params.resolved.yaml`` is used when it is not given.
 
     Raises:
-        InputError: the path does not exist; MetricsError: a file cannot be read at all.
+        MetricsError: the path is missing, is not a run directory, log or JSONL file (a folder
+            with no run files, a FIFO, a device, binary data), or cannot be read (exit 2);
+        InputError: run.json is unreadable.
     """
     path = Path(path)
-    if not path.exists():
-        raise InputError(f"no such run directory or file: {path}")
-    run = read_run(path) if path.is_dir() else {}
+    in_run_dir = input_kind(path) == "run directory"
+    run = read_run(path) if in_run_dir else {}
     resolved = dict(scenario) if scenario is not None else (
-        read_resolved_params(path) if path.is_dir() else {})
+        read_resolved_params(path) if in_run_dir else {})
     metrics = _metrics(path)
-    wanted = _int(resolved.get("total_training_steps")) or _int(run.get("expected_steps"))
+    wanted = positive_int(resolved.get("total_training_steps")) or positive_int(
+        run.get("expected_steps"))
     found = diagnose(path, metrics=metrics, expected_steps=wanted).to_dict()
-    stated = _int(found.get("expected_steps"))
+    stated = positive_int(found.get("expected_steps"))
     evidence = Evidence(path, metrics, found, run, resolved)
     if wanted:
         evidence.expected_steps, evidence.expected_from = wanted, "the scenario"
@@ -145,11 +156,3 @@ def _metrics(path: Path) -> RunMetrics:
     if path.is_dir() and not any((path / RUN_FILES[k]).exists() for k in ("metrics", "log")):
         return RunMetrics()
     return load_metrics(path)
-
-
-def _int(value: Any) -> int | None:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        return None
-    return number if number > 0 else None

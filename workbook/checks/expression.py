@@ -21,6 +21,11 @@ Vocabulary, and nothing else:
 Every other construct (attribute access, imports, lambdas, comprehensions, dunder names, other
 calls, f-strings, starred arguments, ``:=``, containers, subscripts of anything but ``data``) is
 rejected by :func:`compile_expression` with the offending source text, before any run starts.
+So is what the vocabulary allows but evaluation could never compute: a number literal no float
+can hold (``1e999``, a 1,990-digit integer), a step or range bound beyond :data:`MAX_STEP`, an
+``ignore_top_p`` outside [0, 1], a constant part that divides by zero or overflows. What is left
+to fail at evaluation depends on the run (a metric or step missing) and is an
+:class:`EvaluationError`, an ``error`` row, never an internal error.
 The value a row reports is the computed left side of the (first) comparison, never split text.
 """
 
@@ -29,18 +34,20 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from workbook.checks import reductions
 from workbook.checks.vocabulary import ARITH, COMPARE, Validator, int_constant, is_data
 from workbook.errors import ExpressionError
 from workbook.metrics.model import RunMetrics
+from workbook.quoting import cut, short
 
 if TYPE_CHECKING:
     from workbook.checks.baseline import Baseline
 
 MAX_LENGTH = 2000
 MAX_NODES = 400
+MAX_STEP = 10**9  # no run logs a billionth step: a larger step or range bound is a typo
 
 
 class EvaluationError(Exception):
@@ -84,6 +91,13 @@ class Expression:
 
     def evaluate(self, metrics: RunMetrics, baseline: Baseline | None = None) -> Outcome:
         """Compute the check; raises :class:`EvaluationError` when it cannot be computed."""
+        try:
+            return self._evaluate(metrics, baseline)
+        except (ArithmeticError, ValueError, RecursionError) as exc:  # never an internal error
+            raise EvaluationError(f"cannot be computed on this run: {type(exc).__name__}: "
+                                  f"{cut(str(exc))}") from None
+
+    def _evaluate(self, metrics: RunMetrics, baseline: Baseline | None) -> Outcome:
         env = _Env(metrics, baseline)
         passed = env.truth(self.tree.body)  # and/or short-circuit as in Python
         reported = _reported_compare(self.tree.body)
@@ -119,20 +133,96 @@ def compile_expression(text: str, name: str | None = None) -> Expression:
         raise ExpressionError("empty check expression")
     source = text.strip()
     if len(source) > MAX_LENGTH:
-        raise ExpressionError(f"check expression longer than {MAX_LENGTH} characters")
+        raise ExpressionError(f"check {short(source)} is longer than {MAX_LENGTH} characters")
     try:
         tree = ast.parse(source, mode="eval")
     except SyntaxError as exc:
-        raise ExpressionError(f"check {source!r} is not valid: {exc.msg}") from None
+        raise ExpressionError(f"check {short(source)} is not valid: {exc.msg}") from None
     except (ValueError, RecursionError, MemoryError):
-        raise ExpressionError(f"check {source!r} is not valid: it cannot be parsed") from None
+        raise ExpressionError(f"check {short(source)} is not valid: it cannot be parsed") from None
     if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
-        raise ExpressionError(f"check {source!r} is too large (more than {MAX_NODES} parts)")
-    kind = Validator(source).kind(tree.body)
+        raise ExpressionError(f"check {short(source)} is too large (more than {MAX_NODES} parts)")
+    try:
+        kind = Validator(source).kind(tree.body)
+        if kind == "bool":
+            _Limits(source).check(tree.body)
+    except RecursionError:
+        raise ExpressionError(f"check {short(source)} is nested too deeply") from None
     if kind != "bool":
         raise ExpressionError(
-            f"check {source!r} must be a comparison such as `mean(data[\"timing_s/step\"]) < 10`")
+            f"check {short(source)} must be a comparison such as "
+            '`mean(data["timing_s/step"]) < 10`')
     return Expression(source, name or source, tree)
+
+
+def finite_number(value: Any) -> bool:
+    """An int or float a float can hold finitely (not a bool, nan, inf or a 400-digit int)."""
+    if type(value) is float:
+        return math.isfinite(value)
+    if type(value) is int:
+        try:
+            return math.isfinite(float(value))
+        except OverflowError:
+            return False
+    return False
+
+
+class _Limits:
+    """What the vocabulary allows but evaluation could never compute, refused up front."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, node: ast.AST, why: str) -> ExpressionError:
+        part = ast.get_source_segment(self.source, node) or type(node).__name__
+        return ExpressionError(f"check {short(self.source)} cannot be evaluated: {why}: "
+                               f"`{cut(part, 40)}`")
+
+    def check(self, root: ast.AST) -> None:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+                if not finite_number(node.value):
+                    raise self.fail(node, "a number must be finite and at most about 1.8e308")
+            elif isinstance(node, ast.Subscript) and not is_data(node):
+                self.step(node.slice, "a step")
+            elif isinstance(node, (ast.BinOp, ast.UnaryOp)):
+                value = self.constant(node)
+                if value is not None and not math.isfinite(value):
+                    raise self.fail(node, "this constant part overflows")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                self.call(node.func.id, node)
+
+    def call(self, name: str, node: ast.Call) -> None:
+        if name not in ("mean", "median"):
+            return
+        keywords = {kw.arg: kw.value for kw in node.keywords}
+        for bound in [*node.args[1:3], *(v for k, v in keywords.items() if k != "ignore_top_p")]:
+            self.step(bound, "a range bound")
+        top = node.args[3] if len(node.args) > 3 else keywords.get("ignore_top_p")
+        value = None if top is None else self.constant(top)
+        if top is not None and value is not None and not 0.0 <= value <= 1.0:
+            raise self.fail(top, "ignore_top_p is a share of the steps, within [0, 1]")
+
+    def step(self, node: ast.AST, what: str) -> None:
+        value = int_constant(node)
+        if value is not None and abs(value) > MAX_STEP:
+            raise self.fail(node, f"{what} must be within +-{MAX_STEP}")
+
+    def constant(self, node: ast.AST) -> float | None:
+        """The value of a part made of number literals and + - * / only (else None)."""
+        if isinstance(node, ast.Constant) and finite_number(node.value):
+            return float(node.value)  # type: ignore[arg-type]  # finite_number: int or float
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            inner = self.constant(node.operand)
+            return None if inner is None else -inner if isinstance(node.op, ast.USub) else inner
+        if isinstance(node, ast.BinOp) and type(node.op) in ARITH:
+            left, right = self.constant(node.left), self.constant(node.right)
+            if left is None or right is None:
+                return None
+            if isinstance(node.op, ast.Div) and right == 0:
+                raise self.fail(node, "division by zero")
+            return ARITH[type(node.op)](left, right)
+        return None
 
 
 def _reported_compare(node: ast.AST) -> ast.Compare | None:

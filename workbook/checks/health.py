@@ -1,7 +1,8 @@
 """Health checks every run gets, with or without a scenario or a baseline.
 
 - **run completed**: the process (or, for a bare log, the log) shows no fatal error after the
-  last step, a zero exit code when one is known, and was not stopped;
+  last step, a zero exit code when one is known, was not stopped, and completed a training
+  step (no evidence, no pass: a clean exit with no step is a failed run, "no metrics");
 - **reached step N**: the run logged the step it was meant to reach (``min_steps``, else the
   steps the scenario trains, else what the log itself states);
 - **finite**: every loss, KL, entropy and gradient-norm metric is finite at every step; the
@@ -20,6 +21,7 @@ from typing import Any
 from workbook.checks.domains import is_clip_fraction, must_be_finite
 from workbook.checks.evidence import Evidence
 from workbook.checks.rows import CheckRow, steps_text
+from workbook.metrics.diagnosis import NO_METRICS_LABEL
 
 FINITE_CHECK = "losses, KL, entropy and gradient norms finite"
 CLIP_CHECK = "clip fractions within [0, 1]"
@@ -46,8 +48,12 @@ def completed_row(evidence: Evidence) -> CheckRow:
     status, last = d.get("status"), d.get("last_step")
     code = evidence.run.get("exit_code")
     value = None if code is None else float(code)
-    expected = "finished: exit code 0, no fatal error in the log"
+    expected = "finished: exit code 0, no fatal error in the log, a training step completed"
     name = "run completed"
+    if not evidence.trained and status not in ("failed", "stopped"):
+        # The diagnosis of gathered evidence says so already; evidence built elsewhere may not.
+        return CheckRow(name=name, kind="run", status="fail", value=value, expected=expected,
+                        message=f"{NO_METRICS_LABEL} (diagnosis: {status})")
     if status == "succeeded":
         return CheckRow(name=name, kind="run", status="pass", value=value, expected=expected,
                         message=str(d.get("summary") or ""))
@@ -56,10 +62,7 @@ def completed_row(evidence: Evidence) -> CheckRow:
         return CheckRow(name=name, kind="run", status="pass", value=value, expected=expected,
                         message="no fatal error in the log; it does not state how many steps "
                                 f"the run was to train (last step {last})")
-    if not len(evidence.metrics) and status == "incomplete":
-        message = "no step completed and no exit status recorded"
-    else:
-        message = str(d.get("summary") or f"run {status}")
+    message = str(d.get("summary") or f"run {status}")
     return CheckRow(name=name, kind="run", status="fail", value=value, expected=expected,
                     message=message)
 

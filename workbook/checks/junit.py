@@ -3,7 +3,8 @@
 A verdict becomes one ``<testsuite>``: a test case for the run itself (an error when the run
 failed or was stopped, with the diagnosis; a failure when it regressed) and one per check row
 (``fail`` a failure, ``error`` an error, ``not_measured``/``not_comparable`` skipped with the
-reason). A suite of scenarios writes one file holding a suite per scenario.
+reason). A suite of scenarios writes one file holding a suite per scenario. CI uploads the file,
+so every message, property and output in it is redacted, element by element, on the way out.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from workbook.checks.verdict import Verdict
-from workbook.runs import write_atomic
+from workbook.runs import write_redacted
 
 
 def verdict_suite(verdict: Verdict, name: str, *, time_s: float | None = None,
@@ -58,7 +59,7 @@ def write_junit(suites: Iterable[TestSuite], path: Path) -> Path:
     xml.update_statistics()
     body = xml.tostring()
     text = body.decode("utf-8") if isinstance(body, bytes) else str(body)
-    return write_atomic(Path(path), text)
+    return write_redacted(Path(path), text, form="xml")  # messages quote logs: by element
 
 
 def _run_case(verdict: Verdict, name: str, time_s: float | None) -> TestCase:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from workbook.checks.baseline import Baseline, load_baseline
-from workbook.checks.evidence import Evidence, gather, params_dir_for
+from workbook.checks.evidence import Evidence, gather, is_run_directory, params_dir_for
 from workbook.checks.spec import CheckSpec, parse_checks
 from workbook.checks.verdict import Verdict, judge
 from workbook.errors import ParamsError
@@ -19,15 +19,16 @@ from workbook.runs import RUN_FILES, RunDir
 
 
 def check_path(path: Path, *, baseline: Path | None = None, expressions: Sequence[str] = (),
-               scenario: Path | None = None) -> tuple[Verdict, Path]:
+               scenario: Path | None = None, out: Path | None = None) -> tuple[Verdict, Path]:
     """Judge a run directory, console log or JSONL; returns the verdict and its checks.json path.
 
     A run directory is judged by its ``params.resolved.yaml`` (or ``scenario``'s) ``checks:``
     section; a bare file by the health checks, the defaults on the metrics the baseline names,
-    and ``expressions``. ``baseline`` replaces the spec's baseline.
+    and ``expressions``. ``baseline`` replaces the spec's baseline. The checks.json path is
+    ``out`` when given, else :func:`checks_json_for`.
 
     Raises:
-        ExpressionError, BaselineError, ParamsError, InputError: bad input (exit 2).
+        ExpressionError, BaselineError, ParamsError, InputError, MetricsError: bad input (exit 2).
     """
     path = Path(path)
     resolved, params_dir = _scenario(scenario) if scenario is not None else (None, None)
@@ -37,8 +38,27 @@ def check_path(path: Path, *, baseline: Path | None = None, expressions: Sequenc
     spec = spec_of(evidence.scenario, params_dir).with_baseline(baseline)
     spec = spec.with_expressions(list(expressions))
     verdict = judge_evidence(evidence, spec)
-    out = path / RUN_FILES["checks"] if evidence.is_run_dir else Path.cwd() / RUN_FILES["checks"]
-    return verdict, out
+    return verdict, checks_json_for(path, out)
+
+
+def checks_json_for(path: Path, out: Path | None = None) -> Path:
+    """Where ``workbook check`` writes checks.json: never into an unrelated run directory.
+
+    ``out`` wins (a folder gets ``checks.json`` inside it). A run directory gets its own; a log or
+    JSONL file gets one next to it, named after it (``nightly.log.checks.json``) when its folder is
+    a run directory, so judging a run's ``run.log`` bare never replaces the run's own verdict.
+    The working directory plays no part.
+    """
+    if out is not None:
+        out = Path(out)
+        return out / RUN_FILES["checks"] if out.is_dir() else out
+    path = Path(path)
+    if path.is_dir():
+        return path / RUN_FILES["checks"]
+    folder = path.absolute().parent
+    if is_run_directory(folder):
+        return folder / f"{path.name}.{RUN_FILES['checks']}"
+    return folder / RUN_FILES["checks"]
 
 
 def judge_run_dir(run_dir: Path, *, scenario: Mapping[str, Any] | None = None,

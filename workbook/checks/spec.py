@@ -37,9 +37,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from workbook.checks.expression import Expression, compile_expression
+from workbook.checks.expression import MAX_STEP, Expression, compile_expression, finite_number
 from workbook.checks.reductions import REDUCTIONS, WINDOWED
 from workbook.errors import ExpressionError
+from workbook.quoting import cut, short
 
 DEFAULT_WINDOW = (5, 14)
 DIRECTIONS = ("both", "higher_is_worse", "lower_is_worse")
@@ -173,13 +174,15 @@ def parse_checks(section: Mapping[str, Any] | None, *,
         return CheckSpec(), [("checks", "must be a mapping")]
     for key in section:
         if key not in SECTION_KEYS:
-            problems.append((f"checks.{key}", f"unknown key; known: {', '.join(SECTION_KEYS)}"))
+            problems.append((f"checks.{cut(str(key))}",
+                             f"unknown key; known: {', '.join(SECTION_KEYS)}"))
 
     baseline = _baseline_path(section.get("baseline"), params_dir, problems)
     window = _window(section.get("window", list(DEFAULT_WINDOW)), "checks.window", problems)
     min_steps = section.get("min_steps")
-    if min_steps is not None and (type(min_steps) is not int or min_steps < 1):
-        problems.append(("checks.min_steps", "must be an integer >= 1"))
+    if min_steps is not None and (type(min_steps) is not int or not 1 <= min_steps <= MAX_STEP):
+        problems.append(("checks.min_steps", f"must be an integer within [1, {MAX_STEP}], "
+                                             f"got {short(min_steps)}"))
         min_steps = None
     use_defaults = section.get("defaults", True)
     if not isinstance(use_defaults, bool):
@@ -224,23 +227,30 @@ def _baseline_path(value: Any, params_dir: Path, problems: list[tuple[str, str]]
     if not isinstance(value, str) or not value.strip():
         problems.append(("checks.baseline", "must be a file path relative to the params folder"))
         return None
-    path = Path(value).expanduser()
-    path = path if path.is_absolute() else Path(params_dir) / path
-    if not path.is_file():
-        problems.append(("checks.baseline", f"file not found: {path}"))
+    try:
+        path = Path(value).expanduser()
+        path = path if path.is_absolute() else Path(params_dir) / path
+        found = path.is_file()
+    except (OSError, ValueError, RuntimeError) as exc:  # a NUL byte, ~nobody, a name too long
+        problems.append(("checks.baseline", f"{short(value)} cannot be read: {cut(str(exc))}"))
+        return None
+    if not found:
+        problems.append(("checks.baseline", f"file not found: {cut(str(path), 200)}"))
     return path
 
 
 def _window(value: Any, where: str, problems: list[tuple[str, str]]) -> tuple[int, int] | None:
     if (isinstance(value, (list, tuple)) and len(value) == 2
-            and all(type(v) is int for v in value) and 0 <= value[0] <= value[1]):
+            and all(type(v) is int for v in value) and 0 <= value[0] <= value[1] <= MAX_STEP):
         return (value[0], value[1])
-    problems.append((where, f"must be [first, last] steps with 0 <= first <= last, got {value!r}"))
+    problems.append((where, f"must be [first, last] steps with 0 <= first <= last <= {MAX_STEP}"
+                            f", got {short(value)}"))
     return None
 
 
 def _number(value: Any) -> bool:
-    return type(value) in (int, float)
+    """A finite number (not a bool, nan or inf, nor an int too large for a float)."""
+    return finite_number(value)
 
 
 def _metrics(section: Any, problems: list[tuple[str, str]]) -> dict[str, dict[str, Any]]:
@@ -249,7 +259,7 @@ def _metrics(section: Any, problems: list[tuple[str, str]]) -> dict[str, dict[st
         return {}
     out: dict[str, dict[str, Any]] = {}
     for name, body in section.items():
-        where = f"checks.metrics.{name}"
+        where = f"checks.metrics.{cut(str(name))}"
         if body is False:
             out[str(name)] = {"enabled": False}
             continue
@@ -267,17 +277,17 @@ def _policy_fields(body: Mapping[str, Any], where: str,
                    problems: list[tuple[str, str]]) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for key, value in body.items():
-        path = f"{where}.{key}"
+        path = f"{where}.{cut(str(key))}"
         if key not in POLICY_FIELDS:
             problems.append((path, f"unknown field; known: {', '.join(POLICY_FIELDS)}"))
         elif key == "reduce" and value not in REDUCTIONS:
-            problems.append((path, f"must be one of {', '.join(REDUCTIONS)}, got {value!r}"))
+            problems.append((path, f"must be one of {', '.join(REDUCTIONS)}, got {short(value)}"))
         elif key == "direction" and value not in DIRECTIONS:
-            problems.append((path, f"must be one of {', '.join(DIRECTIONS)}, got {value!r}"))
+            problems.append((path, f"must be one of {', '.join(DIRECTIONS)}, got {short(value)}"))
         elif key in ("atol", "rtol") and value is not None and not (_number(value) and value >= 0):
-            problems.append((path, f"must be a number >= 0, got {value!r}"))
+            problems.append((path, f"must be a finite number >= 0, got {short(value)}"))
         elif key == "k" and not (_number(value) and value > 0):
-            problems.append((path, f"must be a number > 0 (sigmas), got {value!r}"))
+            problems.append((path, f"must be a finite number > 0 (sigmas), got {short(value)}"))
         elif key in ("compare", "finite", "enabled") and not isinstance(value, bool):
             problems.append((path, "must be true or false"))
         elif key == "window":
@@ -286,7 +296,8 @@ def _policy_fields(body: Mapping[str, Any], where: str,
                 fields[key] = list(window)
             continue
         elif key == "bounds" and not _bounds_ok(value):
-            problems.append((path, f"must be [low, high] numbers (null for open), got {value!r}"))
+            problems.append((path, f"must be [low, high] finite numbers (null for open), "
+                                   f"got {short(value)}"))
         else:
             numeric = key in ("atol", "rtol", "k") and value is not None
             fields[key] = float(value) if numeric else value
@@ -318,7 +329,8 @@ def _expressions(section: Any, problems: list[tuple[str, str]]) -> list[Expressi
         if isinstance(item, Mapping):
             unknown = set(item) - {"name", "expr"}
             if unknown:
-                problems.append((where, f"unknown keys {sorted(unknown)}; use name and expr"))
+                problems.append((where, f"unknown keys {short(sorted(map(str, unknown)))}; "
+                                        "use name and expr"))
             name, item = item.get("name"), item.get("expr")
         if not isinstance(item, str):
             problems.append((where, "must be an expression string or {name, expr}"))
@@ -329,7 +341,7 @@ def _expressions(section: Any, problems: list[tuple[str, str]]) -> list[Expressi
             problems.append((where, exc.message))
             continue
         if expression.name in names:
-            problems.append((where, f"duplicate check name {expression.name!r}"))
+            problems.append((where, f"duplicate check name {short(expression.name)}"))
         names.add(expression.name)
         compiled.append(expression)
     return compiled

@@ -20,7 +20,6 @@ finished verdict and never feeds back into it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from workbook.checks.health import divergence, health_rows, required_step
 from workbook.checks.rows import CheckRow, error_row
 from workbook.checks.spec import CheckSpec
 from workbook.errors import EXIT_PASSED, EXIT_REGRESSED, EXIT_RUN_FAILED
-from workbook.runs import write_atomic
+from workbook.runs import write_json
 
 VERDICTS = {"passed": EXIT_PASSED, "regressed": EXIT_REGRESSED, "failed": EXIT_RUN_FAILED,
             "stopped": EXIT_RUN_FAILED}
@@ -83,8 +82,9 @@ class Verdict:
         }
 
     def write_json(self, path: Path) -> Path:
-        """Write ``checks.json`` atomically (readers never see half a file)."""
-        return write_atomic(Path(path), json.dumps(self.to_dict(), indent=2, default=str) + "\n")
+        """Write ``checks.json``: redacted inside its structure (a message or reason can quote a
+        log line holding a token; the counts and values stay exact), atomically."""
+        return write_json(Path(path), self.to_dict())
 
 
 def judge(evidence: Evidence, spec: CheckSpec, *, baseline: Baseline | None) -> Verdict:

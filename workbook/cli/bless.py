@@ -5,18 +5,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from workbook.checks.baseline import Baseline, import_ascend_text, load_baseline
+from workbook.checks.baseline import Baseline, import_ascend_text, read_baseline_text
 from workbook.checks.blessing import bless
 from workbook.checks.spec import CheckSpec, parse_checks
-from workbook.errors import ParamsError
+from workbook.errors import BaselineError, ParamsError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "bless", help="write a baseline from one or several good runs",
+        "bless", help="write a baseline from three or more distinct good runs",
         description="Reduce each metric of the runs as the scenario's checks say and write "
-        "the reference values, per-step series and provenance; from several runs also the "
-        "spread and suggested tolerances.",
+        "the reference values, their spread (sigma), per-step series and provenance. The runs "
+        "must be distinct (one run given twice, by a symlink or a copy, is refused) and what "
+        "would be written must load as a baseline; otherwise nothing is written (exit 2).",
         epilog="examples:\n  workbook bless runs/gspo-tiny-1n1cpu-fsdp2-vllm/*\n"
         "  workbook bless RUN_A RUN_B RUN_C --out params/baselines/x.cpu.json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -68,10 +69,14 @@ def _scenario_checks(path: Path, out: Path | None) -> tuple[CheckSpec, Path | No
 
 
 def run_import(args: argparse.Namespace) -> int:
-    load_baseline(args.text)  # same checks and errors as any baseline (exit 2 when unreadable)
-    baseline = import_ascend_text(args.text.read_text(encoding="utf-8"), source=args.text,
-                                  hardware=args.hardware, scenario=args.scenario,
-                                  origin=args.origin)
+    """Read the text as ``load_baseline`` reads a .txt baseline (whatever its name), and write
+    nothing unless every line was read and the result would load (exit 2 otherwise)."""
+    text = read_baseline_text(args.text)
+    if args.out.exists() and args.out.resolve() == args.text.resolve():
+        raise BaselineError(f"--out {args.out} is the text being imported; write the baseline "
+                            "to another file")
+    baseline = import_ascend_text(text, source=args.text, hardware=args.hardware,
+                                  scenario=args.scenario, origin=args.origin)
     baseline.save(args.out)
     _summary(baseline)
     return 0

@@ -10,14 +10,16 @@ from workbook.checks.evidence import is_run_directory
 from workbook.checks.junit import verdict_suite, write_junit
 from workbook.checks.runner import check_path
 from workbook.checks.verdict import Verdict
+from workbook.errors import InputError
 
 EPILOG = """examples:
   workbook check runs/gspo-tiny-1n1cpu-fsdp2-vllm/20261129T181829Z-1a2b3c
   workbook check nightly.log --baseline baseline_gspo_qwen3_8b_fsdp2_npu.txt
   workbook check metrics.jsonl --expr 'median(data["actor/pg_clipfrac"]) < 0.5' --junit checks.xml
+  workbook check nightly.log --out results/checks.json
 
-exit codes: 0 passed, 1 regressed, 2 bad input (expression, baseline), 3 the run failed or
-was stopped"""
+exit codes: 0 passed, 1 regressed, 2 bad input (expression, baseline; a path that is not a run
+directory, log or JSONL file), 3 the run failed, was stopped or completed no training step"""
 COLUMNS = ("status", "check", "value", "expected", "message")
 
 
@@ -26,14 +28,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         "check", help="judge a run against its checks and baseline",
         description="Judge a run directory (its scenario's checks: section) or a verl console "
         "log / JSONL (health checks, the defaults on the metrics the baseline names, plus "
-        "--expr). Prints the table and writes checks.json next to the run (or in the current "
-        "folder).",
+        "--expr). Prints the table and writes checks.json into the run directory, or next to "
+        "the log or JSONL file (or to --out).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("path", type=Path, help="run directory, console log or metrics JSONL")
     parser.add_argument("--baseline", type=Path, help="baseline file (JSON, YAML or Ascend .txt)")
     parser.add_argument("--expr", action="append", default=[], metavar="EXPR",
                         help="an expression check; repeatable")
     parser.add_argument("--junit", type=Path, help="also write JUnit XML here")
+    parser.add_argument("--out", type=Path, metavar="PATH",
+                        help="write checks.json here (a file, or a folder to hold it) instead of "
+                        "into the run directory or next to the log")
     parser.add_argument("--scenario", type=Path, metavar="PARAMS",
                         help="judge as this scenario: its checks, its expected steps, its "
                         "settings")
@@ -42,9 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_check(args: argparse.Namespace) -> int:
     verdict, out = check_path(args.path, baseline=args.baseline, expressions=args.expr,
-                              scenario=args.scenario)
+                              scenario=args.scenario, out=args.out)
     terminal.show(verdict_table(verdict), terminal.verdict_line(verdict.status, verdict.reason))
-    verdict.write_json(out)
+    try:
+        verdict.write_json(out)
+    except OSError as exc:
+        raise InputError(f"{out}: cannot write checks.json ({exc.strerror or exc}); give a "
+                         "writable --out PATH") from None
     if args.junit:
         write_junit([verdict_suite(verdict, _suite(args.path))], args.junit)
     return verdict.exit_code

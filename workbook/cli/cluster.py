@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from workbook.errors import EXIT_RUN_FAILED
-from workbook.launch import cluster
+from workbook.launch.cluster import lifecycle, probe
+from workbook.launch.cluster.state import default_state_file
 
 EPILOG = """examples:
   workbook cluster up --nodes 2            a head and one more node, 1 logical GPU each
@@ -30,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--state",
         type=Path,
         default=None,
-        help=f"state file (default: $WORKBOOK_CLUSTER_STATE or {cluster.default_state_file()})",
+        help=f"state file (default: $WORKBOOK_CLUSTER_STATE or {default_state_file()})",
     )
     actions = parser.add_subparsers(
         dest="cluster_action", required=True, metavar="{up,status,down}"
@@ -53,18 +54,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_up(args: argparse.Namespace) -> int:
-    cluster.up(
+    lifecycle.up(
         args.nodes,
         cpus_per_node=args.cpus,
         devices_per_node=args.devices,
         device_resource=args.device_resource,
         state_file=args.state,
     )
-    return _print_status(cluster.status(args.state))
+    return _print_status(probe.status(args.state))
 
 
 def run_status(args: argparse.Namespace) -> int:
-    result = cluster.status(args.state)
+    result = probe.status(args.state)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
         return 0 if result.reachable else EXIT_RUN_FAILED
@@ -72,14 +73,14 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_down(args: argparse.Namespace) -> int:
-    counts = cluster.down(args.state)
+    counts = lifecycle.down(args.state)
     print(
         f"stopped {counts['terminated']} process(es), killed {counts['killed']} after the grace period"
     )
     return 0
 
 
-def _print_status(result: cluster.ClusterStatus) -> int:
+def _print_status(result: probe.ClusterStatus) -> int:
     if result.state is None or not result.reachable:
         print(f"local Ray cluster: down ({result.message})")
         return EXIT_RUN_FAILED

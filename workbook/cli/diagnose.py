@@ -7,7 +7,6 @@ import json
 import sys
 from pathlib import Path
 
-from workbook.errors import MetricsError
 from workbook.metrics.diagnosis import diagnose
 
 EPILOG = """examples:
@@ -20,7 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "diagnose",
         help="say why a run failed (JSON: status, category, summary, evidence, last_step)",
-        description="Diagnose a run from its console log, metrics JSONL or run directory.",
+        description="Diagnose a run from its console log, metrics JSONL or run directory. A run "
+        "with no completed training step is 'failed', category 'no_metrics', as in "
+        "'workbook check'; a path that is neither is bad input (exit 2).",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -41,9 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_diagnose(args: argparse.Namespace) -> int:
-    """Print the diagnosis; exit 0 whatever the verdict (the verdict is in the JSON)."""
-    if not args.path.exists():
-        raise MetricsError(f"{args.path}: no such file or directory")
+    """Print the diagnosis; exit 0 whatever the verdict (the verdict is in the JSON).
+
+    A FIFO, a device, binary data or a folder that is no run directory is refused before
+    anything is read (MetricsError, exit 2), so the command never blocks.
+    """
     result = diagnose(args.path, exit_code=args.exit_code, expected_steps=args.expected_steps)
     sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
     return 0

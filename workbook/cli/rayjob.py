@@ -17,7 +17,8 @@ from typing import Any
 
 from workbook.command import as_json, build_plan
 from workbook.errors import EXIT_RUN_FAILED, LaunchError
-from workbook.launch import kuberay
+from workbook.launch.kuberay import kubectl
+from workbook.launch.kuberay.manifest import POD_HOME, k8s_name, manifest_yaml, rayjob_manifest
 from workbook.launch.outcome import Outcome, Plan
 from workbook.params import Scenario, assets_dir, load_scenario
 from workbook.project import find_scenario, run_notebook
@@ -78,10 +79,10 @@ def run_rayjob(args: argparse.Namespace) -> int:
     plan = pod_plan(scenario, run_id)
     manifest = manifest_for(scenario, plan, args.name or default_name(scenario.name, run_id))
     if not args.apply:
-        sys.stdout.write(kuberay.manifest_yaml(manifest))
+        sys.stdout.write(manifest_yaml(manifest))
         return 0
     if args.no_follow:
-        kuberay.apply(manifest, follow=False, on_status=_show(manifest))
+        kubectl.apply(manifest, follow=False, on_status=_show(manifest))
         return 0
     root = args.runs or default_root()
     rd = prepare_run_dir(scenario, params, args.sets, plan, manifest, root, run_id)
@@ -95,10 +96,10 @@ def pod_variables() -> dict[str, str]:
     tiny assets keep their place under the home folder."""
     home, assets = Path.home().resolve(), assets_dir()
     try:
-        inside = f"{kuberay.POD_HOME}/{assets.resolve().relative_to(home).as_posix()}"
+        inside = f"{POD_HOME}/{assets.resolve().relative_to(home).as_posix()}"
     except ValueError:
         inside = str(assets)
-    return {"HOME": kuberay.POD_HOME, "WORKBOOK_ASSETS": inside}
+    return {"HOME": POD_HOME, "WORKBOOK_ASSETS": inside}
 
 
 def pod_plan(scenario: Scenario, run_id: str) -> Plan:
@@ -109,11 +110,11 @@ def pod_plan(scenario: Scenario, run_id: str) -> Plan:
 
 
 def default_name(scenario_name: str, run_id: str) -> str:
-    return f"{kuberay.k8s_name(scenario_name)[:55]}-{run_id[-6:]}"
+    return f"{k8s_name(scenario_name)[:55]}-{run_id[-6:]}"
 
 
 def manifest_for(scenario: Scenario, plan: Plan, name: str) -> dict[str, Any]:
-    return kuberay.rayjob_manifest(
+    return rayjob_manifest(
         plan,
         name=name,
         nodes=scenario.nodes,
@@ -149,7 +150,7 @@ def prepare_run_dir(
         + redact_text(manifest["spec"]["entrypoint"])
         + "\n",
     )
-    write_atomic(rd.path / "rayjob.yaml", redact_text(kuberay.manifest_yaml(manifest)))
+    write_atomic(rd.path / "rayjob.yaml", redact_text(manifest_yaml(manifest)))
     rd.update_run(**redact_mapping({
         "run_id": run_id, "scenario": scenario.name, "scenario_file": str(params),
         "status": "prepared", "launcher": "kuberay", "profile": scenario.profile,
@@ -175,10 +176,10 @@ def follow(manifest: dict[str, Any], rd: RunDir) -> Outcome:
     word, code, message = "failed", None, ""
     details: dict[str, Any] = {}
     try:
-        status = kuberay.apply(manifest, on_status=_show(manifest))
-        word, code, message = kuberay.job_outcome(status)
+        status = kubectl.apply(manifest, on_status=_show(manifest))
+        word, code, message = kubectl.job_outcome(status)
         details["rayjob"] = status
-        text, details["log_source"] = kuberay.job_log(
+        text, details["log_source"] = kubectl.job_log(
             name, namespace, status, mode=manifest["spec"]["submissionMode"]
         )
     except LaunchError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -16,7 +17,8 @@ REPORT_EPILOG = """examples:
   workbook report nightly-console.log --out runs      # import a log into runs/imported/<id>/
   workbook report metrics.jsonl
 
-The report's path is printed last."""
+The report's path is printed last. Exit codes are the verdict's: 0 passed, 1 regressed, 3 failed
+or stopped (or not judged yet: a run still running), 2 bad input."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     publish = sub.add_parser(
         "publish",
-        help="copy reports, redacted logs and the index to DEST",
+        help="copy reports, redacted run files and the index to DEST (never through a link)",
         epilog="example:\n  workbook publish runs /srv/www/verl-nightly",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -60,20 +62,24 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    """Judge (as ``workbook check`` would), then render; the verdict is the same everywhere."""
+    """Judge (as ``workbook check`` would), render, and exit with the verdict's code.
+
+    A run still running is rendered as it stands and not judged: it has not passed (3).
+    """
     from workbook.checks.runner import judge_run_dir
+    from workbook.checks.verdict import exit_code_of
+    from workbook.metrics.loading import input_kind
     from workbook.report.render import render_report
 
     path: Path = args.path
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
-    if path.is_dir():
+    if input_kind(path) == "run directory":  # MetricsError (exit 2): not a run, log or JSONL
         if not is_run_dir(path):
             raise InputError(
                 f"{path}: not a run directory (no {RUN_FILES['run']} or {RUN_FILES['log']})"
             )
+        status: str | None = None
         if RunDir(path).read_json("run").get("status") not in ACTIVE:
-            judge_run_dir(path)
+            status = judge_run_dir(path).status
         report = render_report(path)
         if args.out:
             args.out.mkdir(parents=True, exist_ok=True)
@@ -81,10 +87,10 @@ def report_command(args: argparse.Namespace) -> int:
             report = args.out / report.name
     else:
         imported = import_log(path, args.out or default_root())
-        judge_run_dir(imported.path)
+        status = judge_run_dir(imported.path).status
         report = render_report(imported.path)
     print(report)
-    return 0
+    return exit_code_of(status)
 
 
 def import_log(source: Path, runs_root: Path) -> RunDir:
@@ -119,7 +125,11 @@ def index_command(args: argparse.Namespace) -> int:
 
 
 def publish_command(args: argparse.Namespace) -> int:
-    from workbook.report.publish import publish
+    """Publish; every file refused (a link, not a regular file) is named on stderr."""
+    from workbook.report.publish import publish_site
 
-    print(publish(args.runs_root, args.dest))
+    done = publish_site(args.runs_root, args.dest)
+    for line in done.skipped:
+        print(f"publish: skipped {line}", file=sys.stderr)
+    print(done.index)
     return 0

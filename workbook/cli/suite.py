@@ -43,10 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def validate_command(args: argparse.Namespace) -> int:
-    from workbook.suite import read_suite, validate_entries
+    from workbook.suite import validate_suite
 
-    entries = read_suite(args.suite)
-    validate_entries(entries)
+    entries = validate_suite(args.suite)  # every problem of every line and entry at once
     print(f"{args.suite}: {len(entries)} entries, all valid")
     return 0
 

@@ -49,7 +49,7 @@ def end_run(info: dict[str, Any], run_id: str) -> int:
         _stop_job(str(job["address"]), str(job["job_id"]))
     cluster = info.get("local_cluster") or {}
     if cluster.get("state_file"):
-        from workbook.launch.cluster import down
+        from workbook.launch.cluster.lifecycle import down
 
         down(Path(cluster["state_file"]))
     pid = info.get("pid")

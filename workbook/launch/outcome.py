@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
-
-from workbook.runs import RunDir
+from typing import Any
 
 STOP_FILE = "stop.request"
 
@@ -47,19 +45,6 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-class Launcher(Protocol):
-    """Anything that can run a plan for a run directory."""
-
-    def run(
-        self,
-        plan: Plan,
-        run_dir: RunDir,
-        *,
-        on_line: LineSink | None = None,
-        timeout_s: float | None = None,
-    ) -> Outcome: ...
 
 
 def request_stop(run_dir: Path, reason: str = "stop requested") -> None:

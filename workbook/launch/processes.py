@@ -3,7 +3,8 @@
 verl starts Ray (GCS, raylet, dashboard, workers) and vLLM engine processes; some of them
 start their own sessions, so killing the process group alone can leave orphans. We collect
 the tree before signalling, then sweep for processes that name the run's own Ray temp dir.
-The one module that imports psutil.
+The one module that imports psutil. A local Ray cluster is ended the same way: every process
+that names its temp dir, plus their descendants (:func:`cluster_processes`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import time
 from collections.abc import Iterable
 
 import psutil
+
+KILL_GRACE_S = 10.0
 
 
 def identity() -> tuple[int, float]:
@@ -117,3 +120,24 @@ def end_tree(pid: int, *, markers: Iterable[str] = (), grace_s: float = 10.0) ->
     psutil.wait_procs(left, timeout=5)
     return len(left)
 
+
+
+def cluster_processes(temp_dir: str) -> list[psutil.Process]:
+    """Every live process of the cluster rooted at ``temp_dir`` (never another cluster's).
+
+    A process belongs when its command line names the temp dir (GCS, raylets, dashboard,
+    log monitors) or when it descends from such a process (agents and workers, which rename
+    themselves ``ray::...``). The temp dir is unique to the state file, so this never matches
+    another cluster. Collected before any signal, so orphans cannot escape.
+    """
+    marker = str(temp_dir).rstrip("/")
+    found = {p.pid: p for p in marked(marker)}
+    for proc in list(found.values()):
+        found.update({child.pid: child for child in descendants(proc.pid)})
+    return sorted(found.values(), key=lambda p: p.pid)
+
+
+def stop_processes(procs: list[psutil.Process], grace_s: float = KILL_GRACE_S) -> dict[str, int]:
+    """SIGTERM each process, SIGKILL those alive after ``grace_s``; counts of each."""
+    left = end_processes(procs, grace_s)
+    return {"terminated": len(procs) - len(left), "killed": len(left)}

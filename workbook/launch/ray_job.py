@@ -31,10 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from workbook.errors import LaunchError
-from workbook.launch import cluster, ray_client
+from workbook.launch import ray_client
+from workbook.launch.cluster.state import load_state
 from workbook.launch.job_log import LineLog, follow_log
 from workbook.launch.leftovers import owner_record
 from workbook.launch.outcome import LineSink, Outcome, Plan, stop_requested
+from workbook.launch.ray_nodes import local_addresses
 from workbook.runs import RunDir, now_iso
 
 # Never forwarded into the job: the token would show in the job's runtime env, and the job
@@ -116,7 +118,7 @@ def resolve_address(address: str | None, env: Mapping[str, str]) -> str:
     So ``workbook cluster up && workbook run <ray scenario>`` needs no address at all.
     """
     if not (address or env.get("RAY_API_SERVER_ADDRESS") or env.get("RAY_ADDRESS")):
-        state = cluster.load_state()
+        state = load_state()
         if state is not None:
             return state.dashboard_url
     return ray_client.dashboard_url(address, env)
@@ -190,7 +192,7 @@ class RayJobLauncher:
             device=self.device_resource,
         )
         alive = [n for n in nodes if n.alive]
-        local = cluster.local_addresses()
+        local = local_addresses()
         return {
             "address": client.url,
             "nodes": [n.to_dict() for n in alive],

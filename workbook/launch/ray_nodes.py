@@ -2,7 +2,8 @@
 
 Every port a Ray node listens on is chosen free and away from Ray's defaults (6379, 8265,
 10001, 52365, the worker range 10002-19999), so two clusters, or a cluster and a local run's
-own ``ray.init()``, never meet on this machine. Pure apart from probing ports.
+own ``ray.init()``, never meet on this machine. Pure apart from probing ports. Also the
+addresses this host's nodes register with (:func:`local_addresses`: is a cluster local?).
 """
 
 from __future__ import annotations
@@ -96,3 +97,24 @@ def start_command(
     else:
         argv += ["--num-gpus=0", f"--resources={json.dumps({device_resource: devices})}"]
     return argv
+
+
+def local_addresses() -> set[str]:
+    """IP addresses of this machine (a cluster whose nodes all have one is local).
+
+    Includes the address of the default route's interface, which is what Ray registers
+    nodes with (a UDP ``connect`` sends nothing).
+    """
+    addresses = {"127.0.0.1", "::1", "localhost"}
+    try:
+        addresses.update(str(info[4][0])
+                         for info in socket.getaddrinfo(socket.gethostname(), None))
+    except OSError:
+        pass
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+            addresses.add(probe.getsockname()[0])
+        except OSError:
+            pass
+    return addresses

@@ -12,7 +12,10 @@ end it picks the root cause:
   rank makes the others time out in a collective and their actors die, and Ray flushes worker
   output late, so file order alone would name a consequence (log 13 prints the driver's
   wrapper before the worker's own lines);
-* the exit code and the run status decide succeeded / failed / incomplete / stopped.
+* the exit code and the run status decide succeeded / failed / incomplete / stopped;
+* no evidence, no pass: a run in which no training step completed (:func:`trained`) is
+  ``failed`` with category ``no_metrics`` whatever its exit code says, unless the log names a
+  more specific cause (an OOM before step 1) or the run was stopped or killed.
 
 On the way it also reads what the log says about the run itself: how many steps it was meant to
 train (verl's ``Total training steps: N`` line, the ``Training Progress: k/N`` bar, the echoed
@@ -27,7 +30,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbook.errors import MetricsError
 from workbook.metrics.console import clean, ray_prefix, strip_prefix
 from workbook.metrics.failures import (
     CONFIG_FRAME_RE,
@@ -42,11 +44,12 @@ from workbook.metrics.failures import (
     WRAPPER_RE,
 )
 from workbook.metrics.lines import iter_lines
-from workbook.metrics.loading import is_jsonl_file, load_metrics
+from workbook.metrics.loading import input_kind, is_jsonl_file, load_metrics
 from workbook.metrics.model import RunMetrics
 from workbook.metrics.progress import PROGRESS_RE
 from workbook.metrics.rows import find_row
 from workbook.runs import RUN_FILES, RunDir
+from workbook.serialization import load_yaml
 
 STATUSES = ("succeeded", "failed", "incomplete", "stopped")
 STOP_STATUSES = ("stopped", "timeout")
@@ -54,6 +57,9 @@ STOP_STATUSES = ("stopped", "timeout")
 _TOTAL_RE = re.compile(r"Total training steps: (\d+)")
 _CONFIG_TOTAL_RE = re.compile(r"['\"]?total_training_steps['\"]?\s*[:=]\s*(\d+)")
 _REPLAYED_RE = re.compile(r"RolloutTqSkip\(\)\].*Injected .* at current step (\d+)")
+NO_METRICS = "no_metrics"
+NO_METRICS_LABEL = "No metrics: no training step completed"
+VALIDATION_PREFIXES = ("val-", "val/")  # verl's validation metrics: logged before any training
 MAX_EVIDENCE = 6
 MAX_LINE = 400
 MAX_SIGNALS = 5000
@@ -96,12 +102,36 @@ class Diagnosis:
         }
 
 
+def trained(metrics: RunMetrics | None, training_row_seen: bool = False) -> bool:
+    """Whether a training step completed: the one test of "evidence of training".
+
+    Some step logged a metric that is not validation (verl logs its initial validation at
+    step 0 before it trains; old verl also trains at step 0). Without metrics (a diagnosis
+    from lines alone) the diagnoser's own reading of the step lines decides.
+    """
+    if metrics is None:
+        return training_row_seen
+    return any(not is_validation(name) for name in metrics.names())
+
+
+def is_validation(name: str) -> bool:
+    return name.startswith(VALIDATION_PREFIXES)
+
+
+def no_metrics(last_step: int | None, exit_code: int | None) -> Diagnosis:
+    """The diagnosis of a run with no training step, whatever its exit code says."""
+    seen = "" if last_step is None else f"; only validation metrics, at step {last_step}"
+    code = "" if exit_code is None else f" (exit code {exit_code})"
+    return Diagnosis("failed", NO_METRICS, f"{NO_METRICS_LABEL}{code}{seen}", [], last_step)
+
+
 class Diagnoser:
     """Streaming: :meth:`feed` each physical line, then :meth:`result`."""
 
     def __init__(self) -> None:
         self.lineno = 0
         self.max_step: int | None = None
+        self.training_row_seen = False  # a step line with a metric that is not validation
         self.signals: list[Signal] = []
         self._trace: dict[str, int] = {}  # prefix -> 0 none, 1 in traceback, 2 after exception line
         self._config_frames: set[str] = (
@@ -136,6 +166,9 @@ class Diagnoser:
             if row is not None:  # a metrics row: progress, never an error
                 step = int(row[5 : row.find(" ")] if " " in row else row[5:])
                 self.max_step = step if self.max_step is None else max(self.max_step, step)
+                if not self.training_row_seen:  # "step:N - name:value - ...", names checked once
+                    self.training_row_seen = any(
+                        not is_validation(pair.strip()) for pair in row.split(" - ")[1:])
                 return
         if not self._trace and not any(word in raw for word in KEYWORDS):
             return
@@ -235,6 +268,8 @@ class Diagnoser:
         ``expected_steps`` (the scenario's) wins over what the log states.
         """
         found = self._result(exit_code, metrics, expected_steps or self.expected_steps, status)
+        if found.category in ("none", "unknown") and not trained(metrics, self.training_row_seen):
+            found = no_metrics(found.last_step, exit_code)
         found.expected_steps = self.expected_steps
         found.replayed_steps = sorted(self.replayed)
         return found
@@ -357,25 +392,28 @@ def diagnose(
 
     ``status`` is the launcher's terminal status when known (``stopped``/``timeout`` mean the
     run was ended on purpose: category ``killed`` unless the log shows an OOM). For a run
-    directory, ``run.json``'s ``exit_code`` and ``status`` are used when not given, and the
-    metrics come from ``metrics.jsonl`` and ``run.log``.
+    directory, ``run.json``'s ``exit_code`` and ``status`` and the steps it was to train
+    (:func:`run_dir_expected_steps`) are used when not given, and the metrics come from
+    ``metrics.jsonl`` and ``run.log``.
+
+    Raises:
+        MetricsError: the path is not a log, JSONL file or run directory (exit 2).
     """
     diagnoser = Diagnoser()
     lines: Iterable[str] = ()
     if isinstance(log, (str, Path)):
         path = Path(log)
-        if not path.exists():
-            raise MetricsError(f"{path}: no such file or directory")
-        if path.is_dir():
+        if input_kind(path) == "run directory":
             record = RunDir(path).read_json("run")
             exit_code = exit_code if exit_code is not None else record.get("exit_code")
             status = status if status is not None else record.get("status")
+            expected_steps = expected_steps or run_dir_expected_steps(path, record)
             status = None if status in ("imported", "unknown", "prepared", "running") else status
             if metrics is None and (
-                (path / RUN_FILES["metrics"]).is_file() or (path / RUN_FILES["log"]).is_file()
+                (path / RUN_FILES["metrics"]).exists() or (path / RUN_FILES["log"]).exists()
             ):
-                metrics = load_metrics(path)
-            if (path / RUN_FILES["log"]).is_file():
+                metrics = load_metrics(path)  # refuses a run.log that is a FIFO or a device
+            if (path / RUN_FILES["log"]).exists():
                 lines = iter_lines(path / RUN_FILES["log"])
         elif is_jsonl_file(path):
             metrics = metrics if metrics is not None else load_metrics(path)
@@ -388,6 +426,30 @@ def diagnose(
     return diagnoser.result(
         exit_code=exit_code, metrics=metrics, expected_steps=expected_steps, status=status
     )
+
+
+def run_dir_expected_steps(path: Path, record: dict[str, object] | None = None) -> int | None:
+    """The steps a run directory was to train: its resolved params', else run.json's."""
+    params = Path(path) / RUN_FILES["params"]
+    resolved = load_yaml(params) if params.is_file() else None
+    record = RunDir(Path(path)).read_json("run") if record is None else record
+    for value in ((resolved or {}).get("total_training_steps") if isinstance(resolved, dict)
+                  else None, record.get("expected_steps")):
+        number = positive_int(value)
+        if number:
+            return number
+    return None
+
+
+def positive_int(value: object) -> int | None:
+    """``value`` as a positive int, None for anything else (a missing or garbled field)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if number > 0 else None
 
 
 def _step_text(step: int | None) -> str:

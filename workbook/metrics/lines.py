@@ -3,19 +3,27 @@
 Python's text mode also splits on a lone ``\\r``; tqdm writes those inside a line, and the
 console reader needs them to see a bar glued before ``step:``. Reading in large binary chunks
 keeps a 1 GB log streaming at disk speed with constant memory.
+
+Files are opened with :func:`open_regular`: a FIFO or a device (``/dev/zero``) given as a log
+would block or never end, so only regular files are read, decided on the opened descriptor.
 """
 
 from __future__ import annotations
 
 import gc
+import os
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from io import BytesIO
 from operator import methodcaller
 from pathlib import Path
+from typing import BinaryIO
+
+from workbook.errors import MetricsError
 
 CHUNK = 1 << 20
-_DECODE: Callable[[bytes], str] = methodcaller("decode", "utf-8", "replace")
+_DECODE: Callable[[bytes | bytearray], str] = methodcaller("decode", "utf-8", "replace")
 
 
 class LineSplitter:
@@ -32,7 +40,9 @@ class LineSplitter:
     def __init__(self, *, keepends: bool = False) -> None:
         self.keepends = keepends
         self._text = ""  # the start of an incomplete line, as text ...
-        self._raw = b""  # ... followed by the bytes that came after it
+        # ... followed by the bytes that came after it (a bytearray: appending a chunk to a
+        # long line without a newline stays linear, where bytes += bytes copies it every time)
+        self._raw = bytearray()
 
     def feed(self, chunk: bytes | str) -> list[str]:
         if isinstance(chunk, str):
@@ -48,8 +58,8 @@ class LineSplitter:
             return []
         parts = BytesIO(chunk).readlines()  # memchr: several times faster than split()
         if self._raw:
-            parts[0] = self._raw + parts[0]
-        self._raw = b"" if parts[-1][-1:] == b"\n" else parts.pop()
+            parts[0] = bytes(self._raw) + parts[0]
+        self._raw = bytearray() if parts[-1][-1:] == b"\n" else bytearray(parts.pop())
         lines = _decoded(parts if self.keepends else [part[:-1] for part in parts])
         if self._text:
             lines[0] = self._text + lines[0]
@@ -67,7 +77,7 @@ class LineSplitter:
 
     def _take_rest(self) -> str:
         rest = self._text + _DECODE(self._raw) if self._raw else self._text
-        self._text, self._raw = "", b""
+        self._text, self._raw = "", bytearray()
         return rest
 
 
@@ -82,13 +92,46 @@ def _decoded(parts: list[bytes]) -> list[str]:
 def iter_lines(path: Path, *, keepends: bool = False) -> Iterator[str]:
     """Every physical line of a file (with its ``\\n`` only if ``keepends``), streaming."""
     splitter = LineSplitter(keepends=keepends)
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         while True:
             chunk = handle.read(CHUNK)
             if not chunk:
                 break
             yield from splitter.feed(chunk)
     yield from splitter.finish()
+
+
+def not_regular(mode: int) -> str | None:
+    """What a file that is not a regular file is ("a FIFO", "a device"), None for a regular one."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """Open a regular file for binary reading; MetricsError for a FIFO, device or socket.
+
+    ``O_NONBLOCK`` makes opening a FIFO return at once instead of waiting for a writer, and the
+    type is read from the opened descriptor, so a file swapped for a FIFO after a check is
+    still refused (the flag does nothing to a regular file's reads).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        kind = not_regular(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise MetricsError(f"{path}: {kind}, not a log file: only regular files are read")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 @contextmanager

@@ -69,7 +69,10 @@ def load_scenario(
     problems += schema_problems
     if scenario is None:  # still check what can be checked: drop the fields that failed
         bad = {path.split(".")[0] for path, _ in schema_problems}
-        scenario, _ = parse_scenario({k: v for k, v in data.items() if k not in bad})
+        kept = {k: v for k, v in data.items() if k not in bad}
+        if "name" in bad:  # required: a stand-in, so a bad name hides no other problem
+            kept["name"] = "scenario"
+        scenario, _ = parse_scenario(kept)
     if scenario is not None:
         problems += arithmetic(scenario) + raw_overrides(scenario) + ray_settings(scenario)
         problems += _checks_problems(scenario, path.resolve().parent)

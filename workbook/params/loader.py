@@ -15,7 +15,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from workbook.errors import ParamsError
+from workbook.errors import InputError, ParamsError
+from workbook.project import params_dir, root
+from workbook.quoting import cut, short
 from workbook.serialization import load_yaml, parse_scalar
 
 PATH_FIELDS = ("model_path", "critic_model_path", "train_files", "val_files")
@@ -48,23 +50,58 @@ def path_variables() -> dict[str, str]:
     return {"HOME": str(Path.home()), "WORKBOOK_ASSETS": str(assets_dir())}
 
 
-def read_layers(path: Path, _seen: tuple[Path, ...] = ()) -> list[dict[str, Any]]:
-    """The scenario file and its ``defaults:`` bases, base-most first."""
+def read_layers(path: Path, _seen: tuple[Path, ...] = (),
+                _roots: tuple[Path, ...] = ()) -> list[dict[str, Any]]:
+    """The scenario file and its ``defaults:`` bases, base-most first.
+
+    A base must resolve (symlinks followed) inside the first scenario's own folder, the
+    project's ``params/`` or ``$WORKBOOK_PARAMS``: a scenario never reads a file elsewhere on
+    the machine.
+    """
     path = Path(path).resolve()
     if path in _seen:
         raise ParamsError([("defaults", f"cycle: {' -> '.join(str(p) for p in (*_seen, path))}")])
     if not path.exists():
         raise ParamsError([("", f"no such scenario file: {path}")])
-    data = load_yaml(path) or {}
+    roots = _roots or tuple(dict.fromkeys((path.parent, (root() / "params").resolve(),
+                                           params_dir())))
+    data = load_yaml(path, what="scenario file") or {}
     if not isinstance(data, dict):
         raise ParamsError([("", "a scenario file must be a YAML mapping")], str(path))
-    bases = data.pop("defaults", []) or []
-    if isinstance(bases, str):
-        bases = [bases]
     layers: list[dict[str, Any]] = []
-    for base in bases:
-        layers += read_layers(path.parent / str(base), (*_seen, path))
+    for base in _bases(data.pop("defaults", None), path, roots):
+        layers += read_layers(base, (*_seen, path), roots)
     return layers + [data]
+
+
+def _bases(value: Any, path: Path, roots: tuple[Path, ...]) -> list[Path]:
+    """The ``defaults:`` entries of ``path`` as files it may read (ParamsError if not)."""
+    value = [value] if isinstance(value, str) else [] if value is None else value
+    if not isinstance(value, list):
+        raise ParamsError([("defaults", f"must be a list of base files, got {short(value)}")],
+                          str(path))
+    out, problems = [], []
+    for index, item in enumerate(value):
+        where = f"defaults[{index}]"
+        if not isinstance(item, str) or not item.strip():
+            problems.append((where, f"must be a base file path, got {short(item)}"))
+            continue
+        try:
+            base = (path.parent / item).resolve()
+            is_file = base.is_file()
+        except (OSError, ValueError, RuntimeError) as exc:
+            problems.append((where, f"{short(item)} cannot be read: {cut(str(exc))}"))
+            continue
+        if not any(base == r or r in base.parents for r in roots):
+            problems.append((where, f"{short(item)} resolves to {cut(str(base))}, outside the "
+                             f"scenario's folder and the params folder {roots[-1]}"))
+        elif not is_file:
+            problems.append((where, f"no such base file: {cut(str(base))}"))
+        else:
+            out.append(base)
+    if problems:
+        raise ParamsError(problems, str(path))
+    return out
 
 
 def merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -78,20 +115,34 @@ def merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+# One part of a ``-s`` key: a field name or a metric name (``timing_s/step``), never empty.
+_KEY_PART = re.compile(r"[^\s.=+]+")
+
+
 def apply_sets(data: dict[str, Any], sets: Iterable[str]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """Apply ``key=value`` / ``a.b=value`` / ``overrides+=raw`` strings in order."""
     out = copy.deepcopy(data)
     problems: list[tuple[str, str]] = []
     for item in sets:
-        key, sep, raw = item.partition("=")
+        key, sep, raw = str(item).partition("=")
         key = key.strip()
-        if not sep or not key or key == "+":
-            problems.append((item, "an override must look like key=value"))
-            continue
         append = key.endswith("+")
-        key = key.rstrip("+")
+        key = key[:-1].rstrip() if append else key
+        if not sep or not key:
+            problems.append((f"-s {cut(str(item))}", "an override must look like key=value "
+                             "(or overrides+=RAW to append a raw Hydra override)"))
+            continue
+        parts = key.split(".")
+        if not all(_KEY_PART.fullmatch(part) for part in parts):
+            problems.append((f"-s {cut(str(item))}", f"{short(key)} is not a field path: "
+                             "names joined by single dots (a.b=value), without spaces or '+'"))
+            continue
+        if append and not raw.strip():
+            problems.append((f"-s {cut(str(item))}", f"'{cut(key)}+=' appends nothing: give "
+                             f"the item to append, e.g. {cut(key)}+=trainer.balance_batch=False"))
+            continue
         node = out
-        *parents, leaf = key.split(".")
+        *parents, leaf = parts
         for part in parents:
             if node.get(part) is None:
                 node[part] = {}
@@ -102,7 +153,10 @@ def apply_sets(data: dict[str, Any], sets: Iterable[str]) -> tuple[dict[str, Any
             node = nxt
         else:
             if not append:
-                node[leaf] = parse_scalar(raw)
+                try:
+                    node[leaf] = parse_scalar(raw)
+                except InputError as exc:
+                    problems.append((key, exc.message))
             elif isinstance(node.setdefault(leaf, []), list):
                 node[leaf].append(raw)
             else:

@@ -7,9 +7,14 @@ Anything else verl accepts goes into ``overrides:`` as raw Hydra ``key=value`` s
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import math
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import annotated_types
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic.fields import FieldInfo
+
+from workbook.quoting import cut, short
 
 Profile = Literal["npu", "cuda", "cpu"]
 LauncherName = Literal["local", "ray"]
@@ -17,11 +22,47 @@ LossAgg = Literal[
     "token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"
 ]
 SubmissionMode = Literal["K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode"]
-EnvValue = str | int | float | bool
+
+MAX_COUNT = 2**31 - 1  # counts and sizes go to verl as int32-sized config values
+# A run directory is <runs root>/<name>/<id>: the name is one plain path component.
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+
+
+def _env_scalar(value: Any) -> Any:
+    """One clear problem per bad ``env`` value (instead of one per member of the union)."""
+    if not isinstance(value, (str, int, float, bool)):
+        raise ValueError(f"an environment value must be a string, number or boolean, "
+                         f"got {short(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"an environment value must be a finite number, got {value}")
+    return value
+
+
+def _no_bool(value: Any) -> Any:
+    """``nodes: yes`` is a mistake, not 1 node (pydantic's lax mode would read it as 1)."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be an integer, got {value}")
+    return value
+
+
+def _cpu(value: Any) -> Any:
+    """A pod's CPU request: a Kubernetes quantity (``"500m"``) or a whole number of CPUs >= 1."""
+    if isinstance(value, bool) or type(value) is int and value < 1:
+        raise ValueError(f"must be a CPU count >= 1 or a quantity such as '500m', got {value}")
+    return value
+
+
+EnvValue = Annotated[str | int | float | bool, BeforeValidator(_env_scalar)]
+CpuRequest = Annotated[str | int, BeforeValidator(_cpu)]
+Count = Annotated[int, Field(ge=1, le=MAX_COUNT), BeforeValidator(_no_bool)]
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1), BeforeValidator(_no_bool)]
+Seconds = Annotated[float, Field(gt=0)]
+Ratio = Annotated[float, Field(gt=0, lt=1)]  # a clip ratio, an lr: inside (0, 1)
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    # allow_inf_nan=False: nan and inf are refused wherever a float is expected
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False, allow_inf_nan=False)
 
 
 class RaySettings(_Strict):
@@ -29,7 +70,7 @@ class RaySettings(_Strict):
     local cluster of ``local_nodes`` nodes on this machine that the run starts and stops."""
 
     address: str | None = None
-    local_nodes: int | None = Field(default=None, ge=1)
+    local_nodes: Count | None = None
 
 
 class RolloutSettings(_Strict):
@@ -43,7 +84,7 @@ class RolloutSettings(_Strict):
 
     replay: str | None = None
     record: bool = False
-    steps: list[int] | None = None
+    steps: list[Count] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -55,10 +96,10 @@ class KubeRaySettings(_Strict):
 
     image: str | None = None
     namespace: str = "default"
-    cpu: str | int = 8
+    cpu: CpuRequest = 8
     memory: str = "32Gi"
     shared_memory: str = "16Gi"
-    head_cpu: str | int = 4
+    head_cpu: CpuRequest = 4
     head_memory: str = "16Gi"
     submission_mode: SubmissionMode = "K8sJobMode"
     shutdown_after_job_finishes: bool = True
@@ -69,13 +110,13 @@ class KubeRaySettings(_Strict):
 class Scenario(_Strict):
     """A fully resolved scenario (after ``defaults:`` and overrides)."""
 
-    name: str
+    name: str = Field(pattern=NAME_PATTERN)
     description: str = ""
     profile: Profile
     launcher: LauncherName = "local"
-    nodes: int = 1
-    devices_per_node: int = 1
-    timeout_s: float | None = None
+    nodes: Count = 1
+    devices_per_node: Count = 1
+    timeout_s: Seconds | None = None
 
     model_path: str
     critic_model_path: str | None = None
@@ -85,22 +126,22 @@ class Scenario(_Strict):
     adv_estimator: str = "grpo"
     policy_loss: str = "vanilla"
     loss_agg_mode: LossAgg | None = None
-    clip_ratio_low: float | None = None
-    clip_ratio_high: float | None = None
-    clip_ratio_c: float | None = None
-    lr: float = 1e-6
-    critic_lr: float | None = None
-    total_training_steps: int = 1
-    total_epochs: int | None = None
-    train_batch_size: int = 8
-    ppo_mini_batch_size: int = 8
-    rollout_n: int = 1
-    max_prompt_length: int = 512
-    max_response_length: int = 512
-    sequence_parallel_size: int = 1
-    rollout_tp: int = 1
-    rollout_memory_utilization: float = 0.5
-    seed: int | None = None
+    clip_ratio_low: Ratio | None = None
+    clip_ratio_high: Ratio | None = None
+    clip_ratio_c: float | None = Field(default=None, gt=1, description="the dual-clip bound")
+    lr: Ratio = 1e-6
+    critic_lr: Ratio | None = None
+    total_training_steps: Count = 1
+    total_epochs: Count | None = None
+    train_batch_size: Count = 8
+    ppo_mini_batch_size: Count = 8
+    rollout_n: Count = 1
+    max_prompt_length: Count = 512
+    max_response_length: Count = 512
+    sequence_parallel_size: Count = 1
+    rollout_tp: Count = 1
+    rollout_memory_utilization: float = Field(default=0.5, gt=0, le=1)
+    seed: Seed | None = None
     project_name: str = "verl-workbook"
     experiment_name: str | None = None
 
@@ -124,15 +165,99 @@ FIELDS = frozenset(Scenario.model_fields)
 
 
 def parse_scenario(data: dict[str, Any]) -> tuple[Scenario | None, list[tuple[str, str]]]:
-    """Type-check ``data``; every problem comes back as ``(field path, message)``."""
+    """Type-check ``data``; every problem comes back as ``(field path, message)``.
+
+    Messages quote at most a short prefix of the value (pydantic's own would format all of it),
+    and a range says the whole range (``must be inside (0, 1)``), not only the bound missed.
+    """
     try:
         return Scenario.model_validate(data), []
     except ValidationError as exc:
         problems = []
-        for err in exc.errors():
-            path = ".".join(str(p) for p in err["loc"])
-            msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-            if err["type"] != "extra_forbidden" and "input" in err:
-                msg += f" (got {err['input']!r})"
-            problems.append((path, msg))
+        for err in exc.errors(include_url=False):
+            path = ".".join(cut(str(p)) for p in err["loc"])
+            problems.append((path, _message(err)))
         return None, problems
+
+
+_RANGE_ERRORS = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
+
+
+def _message(err: Any) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "missing":
+        return "required"
+    got = f" (got {short(err['input'])})" if "input" in err else ""
+    if kind in _RANGE_ERRORS:
+        info = _field_info(err["loc"])
+        if info is not None:
+            return f"must be {_range_text(info)}{got}"
+    if kind == "finite_number":
+        return f"must be a finite number{got}"
+    if kind == "string_pattern_mismatch" and err["loc"][-1:] == ("name",):
+        return ("must be a plain name: letters, digits, '.', '_' and '-', starting with a "
+                f"letter or digit, at most 100 characters, no '/'{got}")
+    if kind == "value_error":
+        return str(err["msg"]).removeprefix("Value error, ")
+    return f"{err['msg']}{got}"
+
+
+def _field_info(loc: tuple[Any, ...]) -> FieldInfo | None:
+    """The schema field an error's location points at (through nested settings)."""
+    model: Any = Scenario
+    info: FieldInfo | None = None
+    for part in loc:
+        if not isinstance(part, str) or model is None or part not in model.model_fields:
+            break
+        info = model.model_fields[part]
+        annotation = info.annotation
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) \
+            else None
+    return info
+
+
+def _range_text(info: FieldInfo) -> str:
+    """``inside (0, 1)``, ``> 1``, ``a positive integer (>= 1, <= 2147483647)``."""
+    bounds: dict[str, Any] = {}
+    for item in _metadata(info):
+        for name in ("gt", "ge", "lt", "le"):
+            if getattr(item, name, None) is not None:
+                bounds[name] = getattr(item, name)
+    low = ("(", bounds["gt"]) if "gt" in bounds else ("[", bounds["ge"]) if "ge" in bounds else None
+    high = (")", bounds["lt"]) if "lt" in bounds else ("]", bounds["le"]) if "le" in bounds else None
+    integer = _is_int(info)
+    if integer and low == ("[", 1):
+        text = "a positive integer (>= 1" + (f", <= {high[1]})" if high else ")")
+    elif low and high:
+        text = f"{'an integer within' if integer else 'inside'} {low[0]}{low[1]}, {high[1]}{high[0]}"
+    elif low:
+        text = f"{'>' if low[0] == '(' else '>='} {low[1]}"
+    elif high:
+        text = f"{'<' if high[0] == ')' else '<='} {high[1]}"
+    else:
+        text = "in range"
+    return f"{text}: {info.description}" if info.description else text
+
+
+def _metadata(info: FieldInfo) -> list[Any]:
+    """Constraints on the field and inside its annotation (``Count | None``, ``list[Count]``)."""
+    found = list(info.metadata)
+    pending = list(getattr(info.annotation, "__args__", ()))
+    while pending:
+        member = pending.pop()
+        for item in getattr(member, "__metadata__", ()):
+            found += [item, *getattr(item, "metadata", ())]
+        pending += list(getattr(member, "__args__", ()))
+    return [m for m in found if isinstance(m, annotated_types.BaseMetadata)]
+
+
+def _is_int(info: FieldInfo) -> bool:
+    pending: list[Any] = [info.annotation]
+    while pending:
+        member = pending.pop()
+        if member is int or getattr(member, "__origin__", None) is int:
+            return True
+        pending += list(getattr(member, "__args__", ()))
+    return False

@@ -11,35 +11,18 @@ from pathlib import Path
 
 from workbook.command import hydra
 from workbook.params.schema import Scenario
+from workbook.quoting import cut
 
 Problems = list[tuple[str, str]]
 
 
 def arithmetic(s: Scenario) -> Problems:
-    """Sizes, ratios and batch geometry verl would refuse after minutes of start-up."""
+    """Batch geometry verl would refuse after minutes of start-up.
+
+    Each number's own range (counts >= 1, ratios, lr, seed, finite) is the schema's; this is
+    what only the numbers together can get wrong.
+    """
     p: Problems = []
-    for name in ("nodes", "devices_per_node", "train_batch_size", "ppo_mini_batch_size", "rollout_n",
-                 "max_prompt_length", "max_response_length", "sequence_parallel_size", "rollout_tp"):
-        if getattr(s, name) < 1:
-            p.append((name, f"must be a positive integer (got {getattr(s, name)})"))
-    if s.total_training_steps < 1:
-        p.append(("total_training_steps", f"must be >= 1 (got {s.total_training_steps})"))
-    for name in ("clip_ratio_low", "clip_ratio_high"):
-        v = getattr(s, name)
-        if v is not None and not 0 < v < 1:
-            p.append((name, f"must be inside (0, 1) (got {v})"))
-    if s.clip_ratio_c is not None and s.clip_ratio_c <= 1:
-        p.append(("clip_ratio_c", f"the dual-clip bound must be > 1 (got {s.clip_ratio_c})"))
-    if not 0 < s.rollout_memory_utilization <= 1:
-        p.append(("rollout_memory_utilization", f"must be inside (0, 1] (got {s.rollout_memory_utilization})"))
-    if s.lr <= 0:
-        p.append(("lr", f"must be > 0 (got {s.lr})"))
-    if s.timeout_s is not None and s.timeout_s <= 0:
-        p.append(("timeout_s", f"must be > 0 (got {s.timeout_s})"))
-    sizes = ("nodes", "devices_per_node", "train_batch_size", "ppo_mini_batch_size", "rollout_n",
-             "sequence_parallel_size", "rollout_tp")
-    if any(getattr(s, n) < 1 for n in sizes):
-        return p  # the geometry below divides by these
     world = s.world_size
     if s.ppo_mini_batch_size > s.train_batch_size:
         p.append(("ppo_mini_batch_size",
@@ -86,6 +69,10 @@ def micro_batches(s: Scenario) -> Problems:
         raw = _raw(s, f"{role}.ppo_micro_batch_size_per_gpu")
         if raw is None or not raw.isdigit() or not per_rank:
             continue
+        if len(raw) > 9 or int(raw) < 1:
+            p.append((f"overrides: {role}.ppo_micro_batch_size_per_gpu={cut(raw, 20)}",
+                      f"must be a positive integer of at most 9 digits (got {cut(raw, 20)})"))
+            continue
         if per_rank % int(raw):
             p.append((f"overrides: {role}.ppo_micro_batch_size_per_gpu={raw}",
                       f"each of the {dp} data-parallel ranks gets ppo_mini_batch_size x rollout_n / {dp} "
@@ -101,11 +88,14 @@ def raw_overrides(s: Scenario) -> Problems:
     owned = owned_keys(s)
     for i, item in enumerate(s.overrides):
         if "=" not in item and not item.startswith("~"):
-            p.append((f"overrides[{i}]", f"'{item}' is not a Hydra key=value override"))
+            p.append((f"overrides[{i}]", f"'{cut(item)}' is not a Hydra key=value override"))
             continue
         key = hydra.key_of(item)
+        if not key:
+            p.append((f"overrides[{i}]", f"'{cut(item)}' has no key: write key=value"))
+            continue
         if key in owned:
-            p.append((f"overrides[{i}]", f"'{key}' is set by a first-class field or by the workbook; "
+            p.append((f"overrides[{i}]", f"'{cut(key)}' is set by a first-class field or by the workbook; "
                       "change that field instead"))
     return p
 

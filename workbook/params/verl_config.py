@@ -35,11 +35,13 @@ def _compose(overrides: tuple[str, ...]) -> Any:
         return compose(config_name=VERL_CONFIG_NAME, overrides=list(overrides))
 
 
-@lru_cache(maxsize=1)
-def _base_keys() -> frozenset[str]:
+@lru_cache(maxsize=8)
+def _base_keys(groups: tuple[str, ...] = ()) -> frozenset[str]:
+    """Every key of verl's config, composed with the config-group choices ``groups``
+    (``model_engine=megatron`` brings the ``megatron`` sections an FSDP config lacks)."""
     from omegaconf import OmegaConf
 
-    container = OmegaConf.to_container(_compose(()), resolve=False)
+    container = OmegaConf.to_container(_compose(groups), resolve=False)
     keys: set[str] = set()
 
     def walk(node: Any, prefix: str) -> None:
@@ -56,10 +58,18 @@ def _base_keys() -> frozenset[str]:
 def _key_of(override: str) -> tuple[str, str]:
     key = override.split("=", 1)[0].strip()
     prefix = ""
-    while key[:1] in "+~":
+    while key and key[0] in "+~":
         prefix += key[0]
         key = key[1:]
     return prefix, key
+
+
+def _is_group_choice(override: str) -> bool:
+    """``model_engine=megatron``: a top-level choice of one of verl's config groups."""
+    prefix, key = _key_of(override)
+    config_dir = verl_config_dir()
+    return (not prefix and "=" in override and "." not in key and "@" not in key
+            and config_dir is not None and (config_dir / key).is_dir())
 
 
 def _first_line(exc: BaseException) -> str:
@@ -75,14 +85,15 @@ def check_overrides(overrides: list[str]) -> list[tuple[str, str]]:
     """
     if verl_config_dir() is None:
         return []
-    known = _base_keys()
+    groups = tuple(o for o in overrides if _is_group_choice(o))
+    known = _base_keys(groups)
     problems: list[tuple[str, str]] = []
     for item in overrides:
         prefix, key = _key_of(item)
         if "+" in prefix or key in known:
             continue
         try:  # group choices such as model_engine=megatron are not keys; let Hydra judge
-            _compose((item,))
+            _compose((*groups, item) if item not in groups else groups)
             continue
         except Exception as exc:  # noqa: BLE001 - Hydra raises many types; we report them
             hint = difflib.get_close_matches(key, known, n=1, cutoff=0.8)

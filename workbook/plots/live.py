@@ -22,17 +22,12 @@ from base64 import b64encode
 from workbook.metrics.console import ANSI_RE
 from workbook.metrics.model import RunMetrics
 from workbook.metrics.progress import Progress
-from workbook.plots.panels import Axis, clip_ratio_text, draw
+from workbook.plots.catalog import LIVE_PANELS, Axis
+from workbook.plots.panels import clip_ratio_text, draw
 
 TAIL_LINES = 15
 LINE_CHARS = 240
 REFRESH_S = 1.0
-PANELS = (
-    (("actor/pg_loss",), "policy loss"),
-    (("actor/pg_clipfrac",), "clip fraction"),
-    (("timing_s/gen", "timing_s/step"), "time (s)"),
-    (("critic/score/mean", "critic/rewards/mean"), "reward"),
-)
 
 
 def in_kernel() -> bool:
@@ -121,7 +116,8 @@ class LiveView:
 
     def _plot(self, metrics: RunMetrics) -> None:
         step = metrics.last_step
-        axes = [Axis(tuple(m for m in names if metrics.has(m)), unit) for names, unit in PANELS]
+        axes = [Axis(tuple(m for m in names if metrics.has(m)), unit)
+                for names, unit in LIVE_PANELS]
         axes = [a for a in axes if a.metrics]
         if not axes:
             return

@@ -4,7 +4,8 @@ Each panel is a small PNG (a report is one self-contained file with a size budge
 :class:`~workbook.metrics.model.RunMetrics`. A panel whose metrics the run did not log is left
 out, never drawn empty. Colours are the Okabe-Ito palette and every line also has its own marker
 and dash, so curves stay apart for colour-blind readers and in greyscale print. A baseline,
-where the checks have one, is drawn as a shaded band with a dashed reference line.
+where the checks have one, is drawn as a shaded band with a dashed reference line. Which metrics
+each panel shows is the catalogue's (:mod:`workbook.plots.catalog`).
 """
 
 from __future__ import annotations
@@ -23,22 +24,13 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from workbook.metrics.model import RunMetrics
+from workbook.plots.catalog import NESTED_TIMINGS, PANELS, ZERO_MEANS_ABSENT, Axis, unit_of
 
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 DASHES = ("-", "--", "-.", ":")
 DPI = 80
 WIDTH_IN, HEIGHT_IN = 7.5, 3.0
-# timing_s/* keys that are parts of another phase (or bookkeeping), not phases of a step
-NESTED_TIMINGS = {
-    "step",
-    "generate_sequences",
-    "reshard",
-    "start_profile",
-    "stop_profile",
-    "switch_wait",
-    "agent_loop",
-}
 BAR_LIMIT = 60  # up to this many steps the phase breakdown is bars, beyond it a stacked area
 
 
@@ -54,20 +46,6 @@ class Band:
 
 
 @dataclass(frozen=True)
-class Axis:
-    metrics: tuple[str, ...]
-    ylabel: str
-    logy: bool = False
-
-
-@dataclass(frozen=True)
-class PanelSpec:
-    key: str
-    title: str
-    axes: tuple[Axis, ...]
-
-
-@dataclass(frozen=True)
 class Panel:
     """A drawn panel: a stable key (tests and the report use it), a title and PNG bytes."""
 
@@ -75,46 +53,6 @@ class Panel:
     title: str
     png: bytes
     metrics: tuple[str, ...] = ()  # the metrics drawn, in legend order
-
-
-PANELS: tuple[PanelSpec, ...] = (
-    PanelSpec("policy_loss", "Policy loss", (Axis(("actor/pg_loss",), "loss"),)),
-    PanelSpec(
-        "clip_fraction",
-        "Clip fraction",
-        (Axis(("actor/pg_clipfrac", "actor/pg_clipfrac_lower"), "fraction of tokens"),),
-    ),
-    PanelSpec(
-        "rollout_timing",
-        "Rollout time against step time",
-        (Axis(("timing_s/gen", "timing_s/step"), "time (s)"),),
-    ),
-    PanelSpec("reward", "Reward", (Axis(("critic/score/mean", "critic/rewards/mean"), "reward"),)),
-    PanelSpec(
-        "response_length",
-        "Response length",
-        (
-            Axis(
-                ("response_length/mean", "response_length/max", "response_length/min"),
-                "length (tokens)",
-            ),
-        ),
-    ),
-    PanelSpec("throughput", "Throughput", (Axis(("perf/throughput",), "tokens/s/device"),)),
-    PanelSpec(
-        "memory",
-        "Peak accelerator memory (actor)",
-        (Axis(("actor/perf/max_memory_allocated_gb",), "memory (GB)"),),
-    ),
-    PanelSpec(
-        "critic",
-        "Critic",
-        (
-            Axis(("critic/vf_loss",), "value loss"),
-            Axis(("critic/vf_clipfrac",), "fraction of tokens"),
-        ),
-    ),
-)
 
 
 def build_panels(
@@ -176,7 +114,7 @@ def regression_panel(metrics: RunMetrics, metric: str, band: Band, title: str) -
     """A failed check's metric against its baseline band (None when the run lacks the metric)."""
     if not metrics.has(metric):
         return None
-    png = draw(metrics, title, [Axis((metric,), _unit(metric))], {metric: band})
+    png = draw(metrics, title, [Axis((metric,), unit_of(metric))], {metric: band})
     return Panel(f"regression:{metric}", title, png, (metric,))
 
 
@@ -313,25 +251,12 @@ def _finish(ax: Axes) -> None:
     ax.legend(fontsize=8, frameon=False, loc="best")
 
 
-# Metrics that verl logs as 0 when they do not apply: the lower clip fraction outside dual-clip
-# losses, accelerator memory on CPU. Identically zero, they are not drawn.
-ZERO_MEANS_ABSENT = ("actor/pg_clipfrac_lower", "actor/perf/max_memory_allocated_gb")
-
-
 def _drawable(metrics: RunMetrics, name: str) -> bool:
     """Present with a finite value (and not identically zero where zero means "not measured")."""
     values = [v for v in metrics.series(name).values() if math.isfinite(v)]
     if name in ZERO_MEANS_ABSENT:
         return any(v != 0 for v in values)
     return bool(values)
-
-
-def _unit(metric: str) -> str:
-    for spec in PANELS:
-        for ax in spec.axes:
-            if metric in ax.metrics:
-                return ax.ylabel
-    return "time (s)" if metric.startswith("timing_s/") else "value"
 
 
 def _finite(value: float | None) -> float:
@@ -358,7 +283,7 @@ def overlay(runs: Sequence[tuple[str, RunMetrics]], metric: str, title: str,
         ax.axvspan(step - 0.5, step + 0.5, color="#999999", alpha=0.12, linewidth=0)
     for i, (label, series) in enumerate(drawn):
         _line(ax, series, label, i)
-    ax.set_ylabel(_unit(metric))
+    ax.set_ylabel(unit_of(metric))
     _finish(ax)
     fig.suptitle(title, fontsize=11)
     return to_png(fig)

@@ -16,6 +16,7 @@ import secrets
 from base64 import b64encode
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import quote
 
 from workbook.plots.trends import trend_chart
 from workbook.report.compare import PAGE as COMPARISON_PAGE
@@ -56,21 +57,22 @@ overflow-wrap:anywhere}
 </style>"""
 
 
-def write_index(runs_root: Path, out: Path | None = None) -> Path:
-    """Write ``index.html`` for every run under ``runs_root`` (into ``out``, a folder or file)."""
+def write_index(runs_root: Path, out: Path | None = None, *, tree: RunTree | None = None) -> Path:
+    """Write ``index.html`` for every run under ``runs_root`` (into ``out``, a folder or file);
+    ``tree`` is the walk to list when the caller made it (publish's, which follows no link)."""
     runs_root = Path(runs_root)
     target = _target(runs_root, out)
-    tree = scan(runs_root)
+    tree = scan(runs_root) if tree is None else tree
     runs = sorted((summarize(p) for p in tree.runs), key=lambda s: s.sort_key, reverse=True)
     body = (
         f'<h1>verl runs</h1><p class="wb-note">{len(runs)} runs, '
         f"newest first; generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}.</p>"
         + INDEX_CSS
-        + _suites(tree, target.parent)
+        + _suites(tree, runs_root, target.parent)
         + _comparisons(tree, runs_root, target.parent)
         + "<h2>All runs</h2>"
         + _filters(runs)
-        + _table(runs, target.parent)
+        + _table(runs, runs_root, target.parent)
         + _trends(runs, runs_root / TREND_CACHE)
         + f"<script>{FILTER_JS}</script>"
     )
@@ -103,15 +105,16 @@ def _filters(runs: list[RunSummary]) -> str:
     )
 
 
-def _table(runs: list[RunSummary], base: Path) -> str:
+def _table(runs: list[RunSummary], runs_root: Path, base: Path) -> str:
     columns = ["date", "scenario", "verdict", "steps", "duration"]
     columns += [f"{h} ({unit})" for h, (_m, unit) in HEADLINES.items()] + ["report", "reason"]
     head = "".join(f"<th>{_e(h)}</th>" for h in columns)
     rows = []
     for r in runs:
+        report = Path(r.path) / RUN_FILES["report"]
         link = (
-            f'<a href="{_e(_relative(Path(r.path) / RUN_FILES["report"], base))}">report</a>'
-            if r.has_report
+            f'<a href="{_e(_href(report, base))}">report</a>'
+            if r.has_report and _linkable(report, runs_root)
             else f"no report ({_e(r.status)})"
         )
         steps = (
@@ -130,9 +133,9 @@ def _table(runs: list[RunSummary], base: Path) -> str:
     return f'<table id="runs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def _suites(tree: RunTree, base: Path) -> str:
+def _suites(tree: RunTree, runs_root: Path, base: Path) -> str:
     """One table per suite night (newest first): each entry's verdict and a link to its report."""
-    nights = sorted(tree.holding(SUITE_FILE),
+    nights = sorted((p for p in tree.holding(SUITE_FILE) if _linkable(p, runs_root)),
                     key=lambda p: (p.parent.name, p.parent.parent.name), reverse=True)
     parts = []
     for path in nights:
@@ -147,8 +150,8 @@ def _suites(tree: RunTree, base: Path) -> str:
             # in a published copy of the tree too
             run_dir = Path(str(e.get("run_dir") or "."))
             report = path.parent.joinpath(*run_dir.parts[-2:], RUN_FILES["report"])
-            link = (f'<a href="{_e(_relative(report, base))}">report</a>'
-                    if e.get("run_dir") and report.is_file() else "no report")
+            link = (f'<a href="{_e(_href(report, base))}">report</a>'
+                    if e.get("run_dir") and _linkable(report, runs_root) else "no report")
             duration = duration_text(e.get("duration_s")) if e.get("duration_s") else ""
             rows.append(f'<tr data-entry="{_e(str(e.get("key")))}"><td>{_e(str(e.get("key")))}</td>'
                         f'<td><span class="badge b-{_e(str(e.get("status")))}">'
@@ -166,13 +169,13 @@ def _suites(tree: RunTree, base: Path) -> str:
 
 def _comparisons(tree: RunTree, runs_root: Path, base: Path) -> str:
     """Links to every comparison page: sweeps' and ad-hoc ones (newest first)."""
-    pages = tree.holding(COMPARISON_PAGE)
+    pages = [p for p in tree.holding(COMPARISON_PAGE) if _linkable(p, runs_root)]
     if not pages:
         return ""
     items = []
     for found in sorted(pages, key=lambda p: p.stat().st_mtime, reverse=True):
         label = "/".join(found.parent.relative_to(runs_root).parts)
-        items.append(f'<li data-comparison="{_e(label)}"><a href="{_e(_relative(found, base))}">'
+        items.append(f'<li data-comparison="{_e(label)}"><a href="{_e(_href(found, base))}">'
                      f"{_e(label)}</a></li>")
     return f"<h2>Comparisons</h2><ul>{''.join(items)}</ul>"
 
@@ -229,6 +232,21 @@ def _cached_chart(
     except OSError:
         pass  # a read-only runs root still gets its index
     return png
+
+
+def _linkable(path: Path, runs_root: Path) -> bool:
+    """The index links only a regular file of the tree itself: never a link, never a file a
+    suite entry's ``run_dir`` points at outside the runs root."""
+    path = Path(path)
+    if path.is_symlink() or not path.is_file():
+        return False
+    return Path(runs_root).resolve() in path.resolve().parents
+
+
+def _href(path: Path, base: Path) -> str:
+    """A relative URL that opens ``path``: ``#``, ``?``, ``%``, spaces and ``:`` in a run or
+    scenario name are percent-encoded (else a browser reads a fragment, query or scheme)."""
+    return quote(_relative(path, base), safe="/")
 
 
 def _relative(path: Path, base: Path) -> str:

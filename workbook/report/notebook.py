@@ -9,7 +9,6 @@ the command line.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ import papermill
 from papermill.exceptions import PapermillExecutionError
 
 from workbook.errors import InputError, RunFailed
-from workbook.report.redaction import redact_mapping, redact_text
+from workbook.report.redaction import redact_file, redact_text
 from workbook.runs import RUN_FILES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -91,32 +90,9 @@ def declared_parameters(template: Path) -> dict[str, Any]:
 
 
 def redact_notebook(path: Path) -> Path:
-    """Redact every cell's source and outputs in place (images left as they are)."""
-    notebook = json.loads(Path(path).read_text(encoding="utf-8"))
-    for cell in notebook.get("cells", []):
-        source = cell.get("source", "")
-        cell["source"] = redact_text("".join(source) if isinstance(source, list) else source)
-        for output in cell.get("outputs", []):
-            if "text" in output:
-                text = output["text"]
-                output["text"] = redact_text("".join(text) if isinstance(text, list) else text)
-            if "traceback" in output:
-                output["traceback"] = [redact_text(line) for line in output["traceback"]]
-            if "evalue" in output:
-                output["evalue"] = redact_text(output["evalue"])
-            for mime, value in list(output.get("data", {}).items()):
-                if mime.startswith("image/"):
-                    continue
-                if isinstance(value, list) and all(isinstance(v, str) for v in value):
-                    value = "".join(value)  # a multi-line text as stored: redact it whole
-                output["data"][mime] = redact_mapping(value)
-    params = notebook.get("metadata", {}).get("papermill", {}).get("parameters")
-    if params:
-        notebook["metadata"]["papermill"]["parameters"] = redact_mapping(params)
-    tmp = Path(path).with_name(f".{Path(path).name}.redacting")
-    tmp.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    """Redact every cell's source, outputs and metadata in place (images left as they are),
+    inside the notebook's structure so it stays a valid notebook."""
+    return redact_file(Path(path), Path(path), form="ipynb")
 
 
 def _stream_handler() -> logging.Handler:

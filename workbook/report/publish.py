@@ -1,65 +1,243 @@
-"""``publish``: a static, shareable tree of reports, redacted logs and the index.
+"""``publish``: a static, shareable tree of reports, redacted files and the index.
 
-The run directories keep the raw ``run.log`` (nothing is lost); what leaves the machine is a
-copy in which every text file went through redaction: reports, ``run.json``, ``checks.json``,
-``params.resolved.yaml``, ``command.*``, the log and each suite night's ``suite.json``. Links in
-the index are relative, so the tree works from any web server path, an artifact store, a local
+The run directories keep their raw files (nothing is lost); what leaves the machine is only what
+publish chose and made: per run the report, ``run.json``, ``checks.json``,
+``params.resolved.yaml``, ``command.*``, ``metrics.jsonl`` (verl's file logger writes strings
+too) and the log, and each suite night's ``suite.json``, every one through redaction in one
+function, :func:`_copy_redacted`.
+
+Nothing is read through a link: the runs tree is walked with directory descriptors
+(:func:`os.fwalk`), files are opened with ``O_NOFOLLOW``, so a ``run.log`` pointing at
+``/etc/passwd``, a run directory linked in from elsewhere, or a link swapped in after the walk is
+skipped and reported, never copied. The destination may neither be inside the runs root nor
+contain it. Every file goes to a unique temp file in its folder and is renamed into place, the
+index last, so concurrent publishes to one destination each leave a complete site. Links in the
+index are relative, so the tree works from any web server path, an artifact store, a local
 folder opened offline, or GitHub Pages (a ``.nojekyll`` marker keeps Pages from rewriting it).
 """
 
 from __future__ import annotations
 
-import shutil
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbook.errors import InputError
-from workbook.report.index import write_index
-from workbook.report.redaction import LineRedactor
-from workbook.report.summary import scan
-from workbook.runs import RUN_FILES
+from workbook.report import redaction
+from workbook.report.index import INDEX, write_index
+from workbook.report.summary import RunTree
+from workbook.runs import RUN_FILES, write_atomic
 from workbook.suite import SUITE_FILE
 
-# Files copied (redacted) into the published tree; metrics are numbers and copied as they are.
-REDACTED_FILES = ("report", "run", "checks", "params", "command_json", "command_sh", "log")
-PLAIN_FILES = ("metrics",)
+# What a run contributes to the site (each redacted); nothing else of a run directory leaves it.
+PUBLISHED_FILES = ("report", "run", "checks", "params", "command_json", "command_sh", "metrics",
+                   "log")
+FOLDER_FILES = (SUITE_FILE,)  # what a folder that is not a run contributes (a suite night)
+_MARKERS = (RUN_FILES["run"], RUN_FILES["log"])  # what makes a folder a run, as in the index
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK  # no link, no blocking on a FIFO
+
+
+@dataclass
+class Publication:
+    """What a publish did: the index, the files it wrote, and what it refused and why."""
+
+    index: Path
+    copied: list[Path] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # "<path>: <why>", one line each
+
+
+class _Skip(Exception):
+    """A file publish will not copy (a link, not a regular file, changed while copied)."""
 
 
 def publish(runs_root: Path, dest: Path) -> Path:
     """Copy every run's report, redacted files and an index into ``dest``; return the index."""
-    runs_root, dest = Path(runs_root), Path(dest)
-    tree = scan(runs_root)
-    runs = tree.runs
-    if not runs:
-        raise InputError(f"{runs_root}: no run directories found")
-    if dest.resolve() == runs_root.resolve() or runs_root.resolve() in dest.resolve().parents:
-        raise InputError(f"{dest}: the published tree must be outside the runs root {runs_root}")
-    for run in runs:
-        target = dest / run.relative_to(runs_root) if run != runs_root else dest / run.name
-        target.mkdir(parents=True, exist_ok=True)
-        for key in REDACTED_FILES:
-            source = run / RUN_FILES[key]
-            if source.is_file():
-                redacted_copy(source, target / source.name)
-        for key in PLAIN_FILES:
-            source = run / RUN_FILES[key]
-            if source.is_file():
-                shutil.copyfile(source, target / source.name)
-    for record in tree.holding(SUITE_FILE):  # the suite nights' own tables
-        target = dest / record.relative_to(runs_root)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        redacted_copy(record, target)
-    (dest / ".nojekyll").write_text("")  # GitHub Pages: serve the tree as it is
-    return write_index(dest)
+    return publish_site(runs_root, dest).index
+
+
+def publish_site(runs_root: Path, dest: Path) -> Publication:
+    """Publish ``runs_root`` into ``dest``; what was skipped is listed, never copied."""
+    runs_root = Path(runs_root)
+    root, site = _places(runs_root, Path(dest))
+    done = Publication(Path(dest) / INDEX)  # named as the caller named the destination
+    pending: list[tuple[Path, int, str]] = []  # folder files, copied once runs were found
+    runs = 0
+    try:
+        for folder, dir_fd, is_run in _walk(root, runs_root, done.skipped):
+            rel = folder.relative_to(root)
+            if is_run:
+                runs += 1
+                rel = rel if folder != root else Path(root.name)
+                for key in PUBLISHED_FILES:
+                    _publish_file(folder, dir_fd, RUN_FILES[key], site, rel, runs_root, done)
+            else:
+                pending += [(rel, os.dup(dir_fd), name) for name in FOLDER_FILES
+                            if _exists(name, dir_fd)]
+        if not runs:
+            raise InputError(f"{runs_root}: no run directories found")
+        for rel, dir_fd, name in pending:
+            _publish_file(root / rel, dir_fd, name, site, rel, runs_root, done)
+    finally:
+        for _rel, dir_fd, _name in pending:
+            os.close(dir_fd)
+    write_atomic(site / ".nojekyll", "")  # GitHub Pages: serve the tree as it is
+    write_index(site, tree=site_tree(site))  # last: it lists what the site now holds
+    return done
 
 
 def redacted_copy(source: Path, target: Path) -> Path:
-    """Copy a text file line by line through redaction (a log can be gigabytes), atomically."""
-    tmp = target.with_name(f".{target.name}.publishing")
-    with (
-        source.open(encoding="utf-8", errors="replace", newline="") as src,
-        tmp.open("w", encoding="utf-8", newline="") as out,
-    ):
-        redactor = LineRedactor()  # a private key's lines are dropped up to its END line
-        out.writelines(map(redactor.line, src))
-    tmp.replace(target)
+    """Copy one file through redaction, atomically, never through a link (see ``publish``)."""
+    return _copy_redacted(Path(source), Path(target))
+
+
+def site_tree(site: Path) -> RunTree:
+    """The runs and folders of a published tree, reached without a link (what its index lists)."""
+    runs: list[Path] = []
+    folders: list[Path] = []
+    for folder, _fd, is_run in _walk(Path(site), Path(site), []):
+        (runs if is_run else folders).append(folder)
+    return RunTree(runs, folders)
+
+
+def _places(runs_root: Path, dest: Path) -> tuple[Path, Path]:
+    """The resolved runs root and destination, refused when one holds the other."""
+    if not runs_root.is_dir():
+        raise InputError(f"{runs_root}: not a directory")
+    root, site = runs_root.resolve(), dest.resolve()  # links and '..' resolved, also when new
+    if site == root or root in site.parents:
+        raise InputError(f"{dest}: the destination is inside the runs root {runs_root} "
+                         f"(it resolves to {site}); publish outside it")
+    if site in root.parents:
+        raise InputError(f"{dest}: the destination contains the runs root {runs_root}, so the "
+                         "raw runs would be published; publish to a folder outside it")
+    if site.exists() and not site.is_dir():
+        raise InputError(f"{dest}: the destination exists and is not a folder")
+    return root, site
+
+
+def _walk(root: Path, shown: Path, skipped: list[str]) -> Iterator[tuple[Path, int, bool]]:
+    """Every folder under ``root`` reached without a link: its path, descriptor, and whether it
+    is a run. As in the index, hidden folders and a run's own subfolders are not searched; a link
+    to a folder is recorded in ``skipped`` (named under ``shown``) and not followed."""
+    for top, dirs, _files, dir_fd in os.fwalk(root, follow_symlinks=False):
+        folder = Path(top)
+        is_run = any(_exists(name, dir_fd) for name in _MARKERS)
+        keep = []
+        for name in sorted(dirs):
+            if name.startswith(".") or is_run:
+                continue
+            if _is_link(name, dir_fd):
+                skipped.append(f"{_shown(folder / name, root, shown)}: a symbolic link, "
+                               "not followed")
+            else:
+                keep.append(name)
+        dirs[:] = keep
+        yield folder, dir_fd, is_run
+
+
+def _publish_file(folder: Path, dir_fd: int, name: str, site: Path, rel: Path,
+                  shown_root: Path, done: Publication) -> None:
+    """One chosen file of ``folder`` into ``site/rel``, or a line in ``done.skipped``."""
+    if not _exists(name, dir_fd):
+        return
+    source = folder / name
+    try:
+        target = _site_folder(site, rel) / name
+        done.copied.append(_copy_redacted(source, target, dir_fd=dir_fd))
+    except _Skip as why:
+        done.skipped.append(f"{shown_root / rel / name}: {why}")
+
+
+def _copy_redacted(source: Path, target: Path, *, dir_fd: int | None = None) -> Path:
+    """The one way a file enters the site: opened without following a link (relative to
+    ``dir_fd`` when given), redacted by its form, written to a unique temp file and renamed."""
+    name = source.name if dir_fd is not None else str(source)
+    try:
+        src = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
+    except OSError as err:
+        raise _Skip(_refusal(name, dir_fd, err)) from None
+    try:
+        opened = os.fstat(src)
+        if not stat.S_ISREG(opened.st_mode):
+            raise _Skip("not a regular file, not copied")
+        os.set_blocking(src, True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix or ".tmp",
+                                        dir=target.parent)
+        tmp = Path(tmp_name)
+        try:
+            redact_file = getattr(redaction, "redact_file", None)
+            if redact_file is None:
+                with (
+                    os.fdopen(os.dup(src), encoding="utf-8", errors="replace", newline="") as text,
+                    os.fdopen(fd, "w", encoding="utf-8", newline="") as out,
+                ):
+                    redactor = redaction.LineRedactor()  # a private key's lines are dropped
+                    out.writelines(map(redactor.line, text))
+            else:
+                os.close(fd)
+                try:  # it reads by path: check that it read the very file opened here
+                    redact_file(source, tmp)
+                except InputError:  # it found a link or a FIFO there now: swapped in since
+                    raise _Skip("replaced (by a link?) while it was copied, not copied") from None
+                _same_file(opened, source)
+            os.chmod(tmp, 0o644)  # mkstemp makes 0600; a published file is meant to be read
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    finally:
+        os.close(src)
     return target
+
+
+def _same_file(opened: os.stat_result, source: Path) -> None:
+    try:
+        now = os.stat(source, follow_symlinks=False)
+    except OSError:
+        raise _Skip("removed while it was copied, not copied") from None
+    if (now.st_dev, now.st_ino) != (opened.st_dev, opened.st_ino) or not stat.S_ISREG(now.st_mode):
+        raise _Skip("replaced (by a link?) while it was copied, not copied")
+
+
+def _refusal(name: str, dir_fd: int | None, err: OSError) -> str:
+    if _is_link(name, dir_fd):
+        return "a symbolic link, not followed"
+    return f"unreadable ({err.strerror}), not copied"
+
+
+def _site_folder(site: Path, rel: Path) -> Path:
+    """``site/rel``, made when missing; a part that is a link or a file is refused, so nothing
+    is written through a link that was already in the destination."""
+    site.mkdir(parents=True, exist_ok=True)
+    path = site
+    for part in rel.parts:
+        path = path / part
+        try:
+            path.mkdir()
+        except FileExistsError:
+            pass
+        if path.is_symlink() or not path.is_dir():
+            raise _Skip(f"{path} in the destination is a link or not a folder, not written")
+    return path
+
+
+def _exists(name: str, dir_fd: int | None) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return True
+
+
+def _is_link(name: str, dir_fd: int | None) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _shown(path: Path, root: Path, shown: Path) -> Path:
+    return shown / path.relative_to(root)

@@ -33,7 +33,7 @@ from workbook.project import run_notebook
 from workbook.report import compare, sections
 from workbook.report.page import page
 from workbook.report.redaction import redact_mapping
-from workbook.runs import RUN_FILES, write_atomic
+from workbook.runs import RUN_FILES, write_atomic, write_redacted
 
 REPORT_TAG, BANNER_TAG = "report", "banner"
 # parameters carry paths and maybe secrets; notebook-only cells narrate the interactive steps
@@ -60,7 +60,7 @@ def render_report(run_dir: Path) -> Path:
         try:
             notebook = executed_notebook(template, run_dir, view.run.get("notebook_parameters"))
             if not (run_dir / RUN_FILES["notebook"]).exists():
-                nbformat.write(notebook, str(run_dir / RUN_FILES["notebook"]))
+                write_redacted(run_dir / RUN_FILES["notebook"], nbformat.writes(notebook) + "\n")
             body = notebook_body(notebook)
         except Exception as exc:  # noqa: BLE001 - any notebook trouble still gets a report
             why = f"the notebook could not be rendered ({type(exc).__name__}: {exc})"
@@ -78,7 +78,7 @@ def render_comparison(folder: Path) -> Path:
     notebook = executed_notebook(project_notebook("compare"), folder,
                                  json.loads((folder / compare.COMPARISON_FILE).read_text()))
     if not (folder / "comparison.ipynb").exists():
-        nbformat.write(notebook, str(folder / "comparison.ipynb"))
+        write_redacted(folder / "comparison.ipynb", nbformat.writes(notebook) + "\n")
     return write_atomic(folder / compare.PAGE,
                         page(f"comparison · {folder.name}", notebook_body(notebook)))
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 from base64 import b64encode
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -350,10 +349,3 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return "" if value is None else str(value)
-
-
-def panel_keys(sections: Iterable[Section]) -> list[str]:
-    """Keys of the panels drawn in some sections (tests compare them with the metrics)."""
-    import re
-
-    return [m for s in sections for m in re.findall(r'data-panel="([^"]+)"', s.html)]

@@ -20,7 +20,7 @@ from workbook.metrics import progress
 from workbook.metrics.console import ANSI_RE
 from workbook.metrics.model import RunMetrics
 from workbook.plots.panels import Band
-from workbook.report.redaction import LineRedactor, redact_mapping, redact_text
+from workbook.report.redaction import LineRedactor, form_of, redact_document, redact_mapping
 from workbook.runs import RUN_FILES
 
 VERDICTS = ("passed", "regressed", "failed", "stopped")
@@ -81,11 +81,11 @@ class RunView:
         return str(self.run.get("started_at") or "")
 
     def text(self, key: str) -> str:
-        """A text file of the run (redacted), '' when missing."""
+        """A text file of the run (redacted by its form: YAML inside its structure), '' when
+        missing."""
+        path = self.path / RUN_FILES[key]
         try:
-            return redact_text(
-                self.path.joinpath(RUN_FILES[key]).read_text(encoding="utf-8", errors="replace")
-            )
+            return redact_document(path.read_text(encoding="utf-8", errors="replace"), form_of(path))
         except OSError:
             return ""
 

@@ -1,27 +1,32 @@
-"""Secrets never reach a report: redact credentials by name and by shape.
+"""Credentials in text: by name and by shape, line by line (logs can be gigabytes).
 
-Everything the workbook derives or renders (notebook outputs, ``params.resolved.yaml``,
-``run.json``, the HTML, the index, the published tree) passes through here. Two rules:
+Two rules, applied to any text (a log line, a command, one string of a JSON document):
 
 - by **name**: the value of a setting whose name holds a credential (:func:`is_secret_name`):
   ``NAME=v``, ``name: v``, ``"name": "v"``, ``?name=v``, ``--name v``, ``--name=v``;
 - by **shape**: anything that looks like a credential wherever it appears: provider tokens
   (detect-secrets' own patterns, plus the few it lacks), JWTs, ``Bearer …``, ``user:pw@`` in
-  URLs and whole ``-----BEGIN … PRIVATE KEY-----`` blocks.
+  URLs, ``curl -u user:pw`` / ``--user user:pw`` and whole ``-----BEGIN … PRIVATE KEY-----``
+  blocks.
 
 Names are read as words so that the exact command survives: ``ppo_max_token_len_per_gpu`` is a
-length, ``HF_TOKEN`` a token. Logs can be gigabytes, so a line holding none of the trigger
-substrings comes back after those ``in`` tests alone, and every pattern starts with a literal.
-The raw ``run.log`` is never rewritten; ``publish`` ships a copy made by :class:`LineRedactor`.
+length, ``HF_TOKEN`` a token, ``"pass": 16`` a verdict count and ``DB_PASS`` a password. A
+token-shaped path part (``/models/hf_Qwen2Instruct7BChat``) names a folder, not a credential.
+A line holding none of the trigger substrings comes back after those ``in`` tests alone, and
+every pattern starts with a literal. Structured files are redacted inside their structure by
+:mod:`.structure`, which calls :func:`redact_text` on each string.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import Literal
 
 REDACTED = "[REDACTED]"
+# Values that tell nothing under any name: flags, nulls, and a CI token's permission
+# (``id-token: write`` in a GitHub workflow).
+HARMLESS_VALUES = frozenset({"none", "null", "true", "false", "read", "write"})
 
 # ---- names ------------------------------------------------------------------------------
 
@@ -30,7 +35,9 @@ _ANYWHERE = frozenset(
     {"secret", "secrets", "password", "passwords", "passwd", "passphrase", "credential",
      "credentials"}
 )  # fmt: skip
-_LAST = frozenset({"token", "auth", "authorization", "pass", "apikey", "accesskey", "privatekey"})
+# Run-together names end in these: PGPASSWORD, MYSQLPASSWD, GHSECRET, OPENAIAPIKEY.
+_RUN_ON = ("password", "passwd", "passphrase", "secret", "credential", "credentials", "apikey")
+_LAST = frozenset({"token", "auth", "authorization", "apikey", "accesskey", "privatekey"})
 # "*_key" holds a key after these words; a lower-case ``prompt_key`` names a data field.
 _KEY_KINDS = frozenset(
     {"api", "access", "secret", "private", "client", "auth", "service", "account", "signing",
@@ -42,6 +49,19 @@ _VOCABULARY = frozenset(
      "vision", "start", "end", "think", "call", "observation", "max", "min", "num", "total",
      "all", "global", "valid", "next"}
 )  # fmt: skip
+# In a slashed metric name ("section/name") "*_token" is a per-token quantity unless it follows
+# one of these (``trainer/access_token`` is a credential, ``rollout_corr/chi2_token`` is not).
+_TOKEN_KINDS = frozenset(
+    {"access", "auth", "api", "refresh", "bearer", "oauth", "session", "hub", "hf", "github",
+     "gh", "bot", "secret", "private", "personal", "service"}
+)  # fmt: skip
+# A lower-case "*_pass" is a password after these words ("forward_pass", "first_pass" are not);
+# an upper-case one (``DB_PASS``, ``PASS``) is an environment variable holding one.
+_PASS_OWNERS = frozenset(
+    {"db", "user", "admin", "root", "login", "smtp", "mail", "imap", "ftp", "sftp", "ldap",
+     "mysql", "postgres", "pg", "redis", "mongo", "proxy", "http", "https", "basic", "app",
+     "api", "my", "wandb", "hub", "registry", "docker", "sudo", "vnc", "ssh", "rabbitmq"}
+)  # fmt: skip
 
 
 @functools.lru_cache(maxsize=4096)
@@ -49,31 +69,55 @@ def is_secret_name(name: str) -> bool:
     """Whether a setting called ``name`` holds a credential (and so its value must go).
 
     Only the last dotted or slashed segment counts, read as words (split on ``_``, ``-`` and
-    camelCase): "secret", "password", "passwd", "credential(s)" count anywhere; "token", "auth",
-    "pass", "pwd" and "api/access/private… key" only as the last word, and not in a slashed
-    metric path (``rollout_corr/chi2_token``).
+    camelCase): "secret", "password", "passwd", "credential(s)" count anywhere, and as the end
+    of a run-together word (``PGPASSWORD``; "token" too in upper case: ``GHTOKEN``); "token",
+    "auth", "pwd" and "api/access/private… key" only as the last word; "pass" as the last word
+    of an upper-case environment name (``DB_PASS``) or after a word that owns a password
+    (``db_pass``), never alone in lower case (``"pass": 16`` counts checks, "Validation pass:
+    3" a loop). In a slashed metric name (``trainer/api_key``) a key or a credential token
+    counts, a per-token quantity (``rollout_corr/chi2_token``) does not. A file path
+    (``/root/.ray/auth_token``) is no name.
 
     Example:
         >>> is_secret_name("HF_TOKEN"), is_secret_name("actor.ppo_max_token_len_per_gpu")
         (True, False)
     """
     name = str(name).lstrip("-+~")
+    if name.startswith(("/", ".")):  # a file path, not a setting
+        return False
     leaf = re.split(r"[./]", name)[-1]
     words = [w.lower() for w in _WORDS.findall(leaf)]
     while words and words[-1].isdigit():
         words.pop()
-    if not words or _ANYWHERE.intersection(words):
-        return bool(words)
-    if "/" in name:  # verl logs metrics as section/name; no credential is logged that way
+    if not words:
         return False
+    if _ANYWHERE.intersection(words) or any(
+        w.endswith(_RUN_ON) and w not in _RUN_ON for w in words
+    ):
+        return True
+    if leaf.isupper() and _run_on_token(words[-1]):  # GHTOKEN, NPMTOKEN: environment names
+        return True
     last, before = words[-1], words[-2] if len(words) > 1 else ""
+    if "/" in name:  # verl logs metrics as section/name: only an unmistakable credential
+        if last in ("key", "keys"):
+            return before in _KEY_KINDS
+        return last in ("apikey", "accesskey", "privatekey") or (
+            last == "token" and before in _TOKEN_KINDS
+        )
     if last in ("key", "keys"):  # an upper-case *_KEY is an environment variable: a key
         return before in _KEY_KINDS or leaf.isupper()
     if last == "token":
         return before not in _VOCABULARY
     if last == "pwd":  # PWD alone is the working directory
         return bool(before)
+    if last == "pass":
+        return leaf.isupper() or before in _PASS_OWNERS
     return last in _LAST
+
+
+def _run_on_token(word: str) -> bool:
+    head = word[: -len("token")]
+    return bool(head) and word.endswith("token") and head not in _VOCABULARY
 
 
 # ---- patterns ---------------------------------------------------------------------------
@@ -95,6 +139,15 @@ _AUTH_HEADER = re.compile(
 _BEARER = re.compile(r"(?i)bearer[ \t]+(?P<v>(?=[\w\-.~+/]*[\d.\-_~+/])[\w\-.~+/]{8,}=*)")
 _URL_USERINFO = re.compile(r"://[^/\s:@'\"<>]*:(?P<v>[^/\s@'\"<>]+)@")
 _VALUE_RULES = (("authorization", _AUTH_HEADER), ("bearer", _BEARER), ("://", _URL_USERINFO))
+# curl's, wget's and git's credentials flag: ``-u user:pw``, ``--user=user:pw``, ``'-u', 'u:pw'``
+# in an argv; the password goes, the user stays. ``-u 1000:1000`` (docker's uid:gid) is no secret.
+_USER_FLAG_NAME = r"(?<![\w-])(?:-[uU]|--(?:proxy-)?user)"
+_USER_FLAG = re.compile(
+    rf"{_USER_FLAG_NAME}(?:{_QUOTE}?(?:[ \t]+|=)|{_QUOTE}[ \t]*,[ \t]*)(?:(?P<q>{_QUOTE})"
+    rf"(?P<qu>[^:\n]*?):(?P<qv>[^\n]*?)(?P=q)|(?P<user>[^\s:'\"`<>]*):(?P<v>[^\s'\"`<>]+))"
+)
+_USER_FLAG_EOL = re.compile(rf"{_USER_FLAG_NAME}{_QUOTE}?[ \t]*[,\\]\s*\Z")
+_USERINFO = re.compile(r"(?P<user>[^:]*):(?P<v>.+)", re.DOTALL)
 _KEY_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 _KEY_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 _KEY_MAX_LINES = 400  # longer than any key: a stray BEGIN must not swallow the rest of a log
@@ -153,16 +206,17 @@ _NAME_WORDS = ("token", "key", "pass", "auth", "secret", "pwd", "credential")
 def _triggered(text: str, low: str) -> bool:
     """The fast path: whether ``text`` (``low`` lower-cased) may hold a secret for any rule.
 
-    One gate per rule: the name words, "bearer", "@" (URL userinfo) and each gate of
-    :func:`_shapes` (a private key's BEGIN line says "key"). Spelled out rather than looped,
-    one-character tests (``memchr``) first: this runs on every line of every published log.
+    One gate per rule: the name words, "bearer", "@" (URL userinfo), "-u" (``curl -u``) and
+    each gate of :func:`_shapes` (a private key's BEGIN line says "key"). Spelled out rather
+    than looped, one-character tests (``memchr``) first: this runs on every line of every
+    published log.
     """
     return (
         "A" in text or "J" in text or "@" in low or "token" in low or "key" in low or "pass" in low
         or "auth" in low or "secret" in low or "pwd" in low or "credential" in low
         or "bearer" in low or "hf_" in low or "gh" in low or "github_pat_" in low or "gl" in low
         or "gr1348941" in low or "sk-" in low or "xox" in low or "hooks.slack.com" in low
-        or "ya29." in low
+        or "ya29." in low or "-u" in low
     )  # fmt: skip
 
 
@@ -182,7 +236,8 @@ class LineRedactor:
 
     A private key's BEGIN line opens a block dropped up to its END line (the BEGIN line's text
     before it stays, then one ``[REDACTED]``); a secret ``--flag`` ending a line (``"--token",``
-    in a JSON argv, ``--token \\`` in a shell command) redacts the next line's first value.
+    in a JSON argv, ``--token \\`` in a shell command) redacts the next line's first value, a
+    ``-u`` / ``--user`` flag the password of the next line's ``user:pw``.
 
     Example:
         >>> r = LineRedactor()
@@ -193,7 +248,12 @@ class LineRedactor:
 
     def __init__(self) -> None:
         self._key_lines = 0  # lines seen inside an open private-key block; 0: none open
-        self._value_next = False  # the last line ended with a secret --flag
+        self._value_next: _Next = ""  # the last line ended with a secret --flag or -u
+
+    @property
+    def pending(self) -> bool:
+        """Whether the next line depends on earlier ones (inside a key block, after a flag)."""
+        return bool(self._key_lines or self._value_next)
 
     def line(self, text: str) -> str:
         """``text`` (one line, its end included) redacted."""
@@ -206,10 +266,10 @@ class LineRedactor:
 
     def _redact(self, text: str, low: str) -> str:
         if self._value_next:
-            self._value_next = False
-            first = _VALUE_AT_START.match(text)
-            if first and not _harmless(first):
-                text = _replace(text, [_value_span(first)])
+            span = _first_value_span(text, self._value_next)
+            self._value_next = ""
+            if span is not None:
+                text = _replace(text, [span])
                 low = _lower(text)
         begin = _KEY_BEGIN.search(text) if "-----begin" in low else None
         if begin:
@@ -239,8 +299,31 @@ def redact_text(text: str) -> str:
     return "".join(map(redactor.line, text.splitlines(keepends=True)))
 
 
-def _redact_line(text: str, low: str | None = None) -> tuple[str, bool]:
-    """``text`` redacted, and whether it ends with a secret flag whose value is on the next line."""
+_Next = Literal["", "value", "user"]  # what the next line's first value is: nothing, a secret…
+
+
+def _first_value_span(text: str, kind: _Next) -> tuple[int, int] | None:
+    """The span to redact of the line's first value, after a secret ``--flag`` (``value``: all of
+    it) or a ``-u`` flag (``user``: the password of ``user:pw``) ended the previous line."""
+    first = _VALUE_AT_START.match(text)
+    if not first or _harmless(first):
+        return None
+    begin, end = _value_span(first)
+    if kind == "value":
+        return begin, end
+    userinfo = _USERINFO.match(text, begin, end)
+    if not userinfo or _uid_gid(userinfo["user"], userinfo["v"]):
+        return None
+    return userinfo.span("v")
+
+
+def _uid_gid(user: str, password: str) -> bool:
+    """``1000:1000``: docker's and sudo's ``-u uid:gid``, not a credential."""
+    return user.isdigit() and password.isdigit()
+
+
+def _redact_line(text: str, low: str | None = None) -> tuple[str, _Next]:
+    """``text`` redacted, and what of the next line's first value is secret (a flag ended it)."""
     low = _lower(text) if low is None else low
     if "base64," not in low:
         return _redact_plain(text, low)
@@ -252,14 +335,30 @@ def _redact_line(text: str, low: str | None = None) -> tuple[str, bool]:
     return "".join(parts) + tail, value_next
 
 
-def _redact_plain(text: str, low: str | None = None) -> tuple[str, bool]:
+def _redact_plain(text: str, low: str | None = None) -> tuple[str, _Next]:
     low = _lower(text) if low is None else low
     spans = _shape_spans(text, low)
     for gate, pattern in _VALUE_RULES:
         if gate in low:
             spans += [found.span("v") for found in pattern.finditer(text)]
     names, value_next = _name_spans(text, low)
-    return _replace(text, spans + names), value_next
+    after: _Next = "value" if value_next else ""
+    if "-u" in low:
+        spans += _user_flag_spans(text)
+        if not after and _USER_FLAG_EOL.search(text):
+            after = "user"
+    return _replace(text, spans + names), after
+
+
+def _user_flag_spans(text: str) -> list[tuple[int, int]]:
+    """The passwords of ``-u user:pw`` / ``--user user:pw`` (quoted or not, in an argv too)."""
+    spans = []
+    for found in _USER_FLAG.finditer(text):
+        group = "qv" if found["q"] else "v"
+        user, password = found["qu" if found["q"] else "user"], found[group]
+        if not _uid_gid(user, password) and REDACTED[:-1] not in password:
+            spans.append(found.span(group))
+    return spans
 
 
 def _shape_spans(text: str, low: str) -> list[tuple[int, int]]:
@@ -269,10 +368,17 @@ def _shape_spans(text: str, low: str) -> list[tuple[int, int]]:
         at = hay.find(gate)
         while at >= 0:
             found = pattern.match(text, at - offset) if at >= offset else None
-            if found:
+            if found and not _path_part(text, *found.span()):
                 spans.append(found.span())
             at = hay.find(gate, found.end() if found else at + 1)
     return spans
+
+
+def _path_part(text: str, begin: int, end: int) -> bool:
+    """Whether ``text[begin:end]`` is a folder or file name in a path (``/models/hf_Qwen2…``,
+    ``hf_Qwen2…/config.json``): a token-shaped name, not a token. A URL's ``//`` is no path."""
+    before = text[begin - 1] if begin else ""
+    return (before == "/" and text[begin - 2 : begin] != "//") or text[end : end + 1] == "/"
 
 
 def _name_spans(text: str, low: str) -> tuple[list[tuple[int, int]], bool]:
@@ -321,38 +427,4 @@ def _value_span(match: re.Match[str]) -> tuple[int, int]:
 def _harmless(match: re.Match[str]) -> bool:
     """An empty, already redacted, boolean or null value: it tells nothing, and stays."""
     value = match["quoted"] if match["q"] else match["bare"]
-    return not value or REDACTED[:-1] in value or value.lower() in ("none", "null", "true", "false")
-
-
-def redact_mapping(obj: Any) -> Any:
-    """A copy of ``obj`` (dicts, lists, strings, numbers) with secrets replaced.
-
-    A value under a secret-looking key is replaced whole (whatever its type); every string
-    elsewhere goes through :func:`redact_text`.
-    """
-    if isinstance(obj, dict):
-        out: dict[Any, Any] = {}
-        for key, value in obj.items():
-            if isinstance(key, str) and is_secret_name(key) and not _tells_nothing(value):
-                out[key] = REDACTED if not isinstance(value, (dict, list)) else _blank(value)
-            else:
-                out[key] = redact_mapping(value)
-        return out
-    if isinstance(obj, (list, tuple)):
-        return [redact_mapping(v) for v in obj]
-    if isinstance(obj, str):
-        return redact_text(obj)
-    return obj
-
-
-def _tells_nothing(value: Any) -> bool:
-    return value is None or isinstance(value, bool) or value in ("", [], {})
-
-
-def _blank(value: Any) -> Any:
-    """Every leaf of a secret-named structure becomes ``[REDACTED]`` (its shape stays readable)."""
-    if isinstance(value, dict):
-        return {k: _blank(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_blank(v) for v in value]
-    return REDACTED
+    return not value or REDACTED[:-1] in value or value.lower() in HARMLESS_VALUES

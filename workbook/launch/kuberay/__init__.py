@@ -1,0 +1,9 @@
+"""KubeRay: run a plan as a ``RayJob`` on a Kubernetes cluster.
+
+Two modules, imported directly (this package re-exports nothing):
+
+* :mod:`~workbook.launch.kuberay.manifest`: the pure ``ray.io/v1`` RayJob builder (pods,
+  entrypoint, runtime env, the ``kuberay:`` settings and their defaults);
+* :mod:`~workbook.launch.kuberay.kubectl`: the ``kubectl`` client that submits it, follows it
+  to a final state, and fetches the job's log.
+"""

@@ -1,0 +1,47 @@
+"""Reading a small input text file (a scenario, a suite) without hanging, exhausting memory or
+raising an internal error.
+
+A FIFO or a device named where a file is expected would block ``open`` or ``read`` forever, a
+huge file would be read whole, and a file in another encoding raised a bare
+``UnicodeDecodeError`` that named no file. Here the file is opened non-blocking, must be a
+regular file (checked on the open descriptor, so nothing can be swapped in between), is read up
+to a size cap, and must be UTF-8; each refusal is an :class:`InputError` naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from workbook.errors import InputError
+
+MAX_BYTES = 1 << 20  # 1 MiB: a scenario or suite file is a few kB
+
+
+def read_text(path: Path | str, *, max_bytes: int = MAX_BYTES, what: str = "file") -> str:
+    """The UTF-8 text of the regular file ``path``; InputError naming it when that cannot be."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise InputError(f"no such {what}: {path}") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise InputError(f"{path}: the {what} is not a regular file (a folder, FIFO or "
+                             "device); give a file")
+        try:
+            data = handle.read(max_bytes + 1)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    if len(data) > max_bytes:
+        raise InputError(f"{path}: the {what} is larger than {max_bytes // 1024} KiB; "
+                         "this cannot be a hand-written file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"{path}: the {what} is not UTF-8 text (byte {exc.start} on line "
+                         f"{line} is 0x{data[exc.start]:02x}); save it as UTF-8") from None
