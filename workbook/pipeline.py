@@ -25,8 +25,7 @@ from workbook.command.builder import ROLLOUTS_DIR
 from workbook.launch.outcome import Outcome, Plan
 from workbook.params import Scenario, validate_scenario
 from workbook.project import find_scenario
-from workbook.report.redaction import redact_mapping, redact_text
-from workbook.runs import RunDir, default_root, now_iso, write_atomic
+from workbook.runs import RunDir, default_root, now_iso, write_redacted
 from workbook.serialization import dump_yaml
 
 
@@ -108,10 +107,10 @@ def prepare(
         rd = RunDir.create(Path(run_root).resolve() if run_root else default_root(), s.name)
     plan = plan_for(s, rd.path)
     pin_rollouts(s, rd)
-    write_atomic(rd.file("params"), dump_yaml(redact_mapping(s.model_dump(mode="json"))))
-    write_atomic(rd.file("command_json"), redact_text(as_json(plan)))
-    write_atomic(rd.file("command_sh"), "#!/bin/sh\n" + redact_text(as_shell(plan)))
-    rd.update_run(**redact_mapping({
+    write_redacted(rd.file("params"), dump_yaml(s.model_dump(mode="json")))
+    write_redacted(rd.file("command_json"), as_json(plan))
+    write_redacted(rd.file("command_sh"), "#!/bin/sh\n" + as_shell(plan))
+    rd.update_run(**{
         "run_id": rd.run_id,
         "scenario": s.name,
         "scenario_file": str(scenario_file),
@@ -131,7 +130,7 @@ def prepare(
         "notebook_parameters": {"scenario": str(scenario), "overrides": list(overrides),
                                 "settings": settings or {}},
         **provenance.collect(),
-    }))
+    })
     if not driven():
         print(f"workbook: run directory {rd.path}", file=sys.__stderr__, flush=True)
     return Run(s, scenario_file, rd, plan, sets)
@@ -224,11 +223,11 @@ def record_outcome(run: Run | RunDir, outcome: Outcome) -> dict[str, Any]:
     ).to_dict()
     fields = outcome.to_dict()
     details = fields.pop("details", {})
-    return rd.update_run(
-        **redact_mapping(fields),
-        launch_details=redact_mapping(details),
+    return rd.update_run(  # run.json is redacted inside its structure as it is written
+        **fields,
+        launch_details=details,
         steps_reached=metrics.last_step,
-        diagnosis=redact_mapping(diagnosis),
+        diagnosis=diagnosis,
     )
 
 

@@ -34,7 +34,7 @@ from workbook.checks.verdict import FINISHED, exit_code_of
 from workbook.errors import InputError, ParamsError
 from workbook.quoting import cut, short
 from workbook.report.redaction import redact_text
-from workbook.runs import RunDir, now_iso, write_atomic
+from workbook.runs import RunDir, now_iso, write_json
 from workbook.textfile import read_text
 
 SUITE_FILE = "suite.json"
@@ -273,9 +273,9 @@ def _load_records(directory: Path, entries: list[Entry]) -> list[EntryRecord]:
 
 
 def _save(directory: Path, name: str, path: Path, records: list[EntryRecord]) -> None:
-    write_atomic(directory / SUITE_FILE, json.dumps({
+    write_json(directory / SUITE_FILE, {
         "suite": name, "file": str(Path(path).resolve()), "updated": now_iso(),
-        "entries": [asdict(r) for r in records]}, indent=2) + "\n")
+        "entries": [asdict(r) for r in records]})
 
 
 def _clear_leftovers(runs_root: Path) -> None:

@@ -37,7 +37,7 @@ from typing import Any
 
 from workbook.checks.verdict import FINISHED, exit_code_of
 from workbook.errors import InputError, ParamsError
-from workbook.runs import RunDir, now_iso, write_atomic
+from workbook.runs import RunDir, now_iso, write_json
 
 SWEEP_FILE = "sweep.json"
 
@@ -77,7 +77,7 @@ class Sweep:
         data = {"params": str(self.params), "grid": self.grid, "sets": self.sets,
                 "replay_rollouts": self.replay_rollouts, "updated": now_iso(),
                 "comparison": self.comparison, "points": [asdict(p) for p in self.points]}
-        write_atomic(self.directory / SWEEP_FILE, json.dumps(data, indent=2) + "\n")
+        write_json(self.directory / SWEEP_FILE, data)
 
 
 def parse_grid(items: list[str]) -> dict[str, list[str]]:

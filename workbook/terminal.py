@@ -2,7 +2,8 @@
 
 A CI log is not a terminal: rich then prints plain text (no colour codes to garble the log) at
 a fixed width wide enough that check names and messages are not cut to ``...``. On a terminal
-the verdict and statuses are coloured.
+the verdict and statuses are coloured. A CI log is public where the repository is, so every
+cell and reason is redacted on its way out, like every file that leaves a run.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from workbook.report.redaction import redact_text
 
 CI_WIDTH = 240
 STYLES = {
@@ -31,7 +34,7 @@ def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]],
     for column in columns:
         out.add_column(column, overflow="fold")
     for row in rows:
-        cells = [Text("" if c is None else str(c)) for c in row]  # Text: no markup parsing
+        cells = [Text("" if c is None else redact_text(str(c))) for c in row]  # Text: no markup
         if status_column is not None:
             status = cells[status_column].plain
             cells[status_column] = Text(status.replace("_", " ").upper(),
@@ -51,7 +54,8 @@ def show(*items: object, file: object = None) -> None:
 
 def verdict_line(status: str, reason: str) -> Text:
     """``verdict: PASSED - all 12 checks passed`` (what CI logs are grepped for)."""
-    return Text.assemble("verdict: ", (status.upper(), STYLES.get(status, "")), f" - {reason}")
+    return Text.assemble("verdict: ", (status.upper(), STYLES.get(status, "")),
+                         f" - {redact_text(reason)}")
 
 
 def _is_tty(stream: object) -> bool:

@@ -170,3 +170,19 @@ def test_a_suite_night_in_its_own_folder_is_listed_and_published(tmp_path):
     publish(root, published)
     assert (published / "2026-11-30" / "suite.json").is_file()
     assert 'data-night="2026-11-30"' in (published / "index.html").read_text()
+
+
+def test_the_runs_walk_follows_no_folder_link(tmp_path):
+    """A link loop or a link to a folder elsewhere neither hangs the index nor lists foreign runs."""
+    from workbook.report.summary import scan
+
+    root = tmp_path / "runs"
+    mine = write_run(root, "passed")
+    elsewhere = write_run(tmp_path / "elsewhere", "regressed")
+    (root / "loop").symlink_to(root)
+    (root / "linked").symlink_to(elsewhere.parent)
+    (mine.parent / "up").symlink_to(tmp_path)
+    tree = scan(root)
+    assert tree.runs == [mine]
+    write_index(root)
+    assert f'data-run="{elsewhere.name}"' not in (root / "index.html").read_text()

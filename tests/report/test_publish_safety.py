@@ -34,7 +34,6 @@ from workbook.runs import RUN_FILES
 
 HOST = "HOST-FILE-CONTENT-must-never-be-published"
 SCENARIO = "gspo-tiny-1n1cpu-fsdp2-vllm"
-MADE_BY_INDEX = {".summary.json"}  # what the site's own index writes into a published run
 
 
 @contextmanager
@@ -154,22 +153,7 @@ def test_what_the_runs_tree_links_to_is_skipped_and_said_never_copied(tmp_path, 
     assert json.loads((site / run.relative_to(root) / "run.json").read_text())["run_id"] == run.name
 
 
-@pytest.fixture(params=["line-redactor", "redact_file"])
-def redactor_mode(request, monkeypatch) -> str:
-    """Publish with the line redactor, or with a ``redaction.redact_file`` that reads by path
-    (following links, as a naive copy would): the link checks may not depend on either."""
-    if request.param == "line-redactor":
-        monkeypatch.delattr(redaction, "redact_file", raising=False)
-    else:
-        def by_path(source: Path, target: Path) -> Path:
-            shutil.copyfile(source, target)
-            return target
-
-        monkeypatch.setattr(redaction, "redact_file", by_path, raising=False)
-    return request.param
-
-
-def test_a_link_swapped_in_after_the_walk_is_not_followed(tmp_path, monkeypatch, redactor_mode):
+def test_a_link_swapped_in_after_the_walk_is_not_followed(tmp_path, monkeypatch):
     root = tmp_path / "runs"
     run = write_run(root, "passed")
     host = _host(tmp_path)
@@ -188,35 +172,27 @@ def test_a_link_swapped_in_after_the_walk_is_not_followed(tmp_path, monkeypatch,
     assert not (tmp_path / "site" / run.relative_to(root) / "run.log").exists()
 
 
-def _naive_copy(source: Path, target: Path) -> Path:
-    shutil.copyfile(source, target)  # follows a link
-    return target
-
-
-@pytest.mark.parametrize(
-    "reader",
-    [
-        pytest.param(_naive_copy, id="a-redact_file-that-follows-links"),
-        pytest.param(redaction.redact_file, id="the-real-redact_file"),
-    ],
-)
-def test_a_link_swapped_in_while_redact_file_reads_is_caught(tmp_path, monkeypatch, reader):
+def test_a_link_swapped_in_once_the_file_is_open_changes_nothing_copied(tmp_path, monkeypatch):
+    """Publish redacts the descriptor it opened without following a link: a link swapped in
+    afterwards (while the copy runs) is never read, and the file opened is what is published."""
     root = tmp_path / "runs"
     run = write_run(root, "passed")
     host = _host(tmp_path)
+    original = (run / "run.log").read_bytes()
+    real = redaction.redact_opened
 
-    def swapped_under_it(source: Path, target: Path) -> Path:
+    def swapped_under_it(fd: int, target: Path, form: str, *, name: str = "") -> Path:
+        source = Path(name)
         if source.name == "run.log":
             source.unlink()
             source.symlink_to(host / "passwd")
-        return reader(source, target)
+        return real(fd, target, form, name=name)
 
-    monkeypatch.setattr(redaction, "redact_file", swapped_under_it, raising=False)
-    done = publish_site(root, tmp_path / "site")
-    assert any("run.log: replaced" in line for line in done.skipped), done.skipped
-    assert HOST.encode() not in _published_bytes(tmp_path / "site")
+    monkeypatch.setattr(redaction, "redact_opened", swapped_under_it)
+    publish_site(root, tmp_path / "site")
     published_run = tmp_path / "site" / run.relative_to(root)
-    assert not (published_run / "run.log").exists()
+    assert HOST.encode() not in _published_bytes(tmp_path / "site")
+    assert (published_run / "run.log").read_bytes() == original  # nothing secret in it to redact
     assert not [p for p in published_run.iterdir() if p.name.startswith(".run.log")]
 
 
@@ -306,7 +282,7 @@ def test_only_what_publish_chose_reaches_the_site(tmp_path):
     write_index(root)  # the runs root's own index and caches stay home
     publish(root, tmp_path / "site")
     site = tmp_path / "site"
-    chosen = {RUN_FILES[key] for key in PUBLISHED_FILES} | MADE_BY_INDEX
+    chosen = {RUN_FILES[key] for key in PUBLISHED_FILES}  # no summary cache: it names host paths
     expected = {"index.html", ".nojekyll", SCENARIO, ".trends"}
     for run in runs:
         rel = run.relative_to(root).as_posix()
@@ -324,12 +300,13 @@ def test_every_published_file_goes_through_the_one_redacting_copy(tmp_path, monk
     render_report(run)
     seen: list[str] = []
 
-    def redact_file(source: Path, target: Path) -> Path:
-        seen.append(source.name)
-        shutil.copyfile(source, target)
-        return target
+    real = redaction.redact_opened
 
-    monkeypatch.setattr(redaction, "redact_file", redact_file, raising=False)
+    def redact_opened(fd: int, target: Path, form: str, *, name: str = "") -> Path:
+        seen.append(Path(name).name)
+        return real(fd, target, form, name=name)
+
+    monkeypatch.setattr(redaction, "redact_opened", redact_opened)
     done = publish_site(root, tmp_path / "site")
     assert sorted(seen) == sorted(RUN_FILES[key] for key in PUBLISHED_FILES)
     assert sorted(p.name for p in done.copied) == sorted(seen)
@@ -372,7 +349,7 @@ def test_five_concurrent_publishes_to_one_destination_leave_a_complete_site(tmp_
     assert [p.exitcode for p in procs] == [0] * 5
     found = _entries(site)
     temps = [p for p in found if Path(p).name.startswith(".")
-             and Path(p).name not in {".nojekyll", ".trends", *MADE_BY_INDEX}]
+             and Path(p).name not in {".nojekyll", ".trends"}]
     assert temps == []
     for run in runs:
         rel = run.relative_to(root)

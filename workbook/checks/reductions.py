@@ -31,7 +31,15 @@ def window_text(window: tuple[int, int]) -> str:
 
 
 def _mean(values: list[float]) -> float:
-    return math.fsum(values) / len(values)
+    """The mean as IEEE arithmetic would give it, never an exception: NaN anywhere (or both
+    infinities) is NaN, one infinity wins, and a finite sum too large for a float is avoided by
+    summing the shares (``fsum`` raises on ``1e308 + 1e308`` and on ``inf - inf``)."""
+    if any(math.isnan(v) for v in values):
+        return math.nan
+    infinite = {v for v in values if math.isinf(v)}
+    if infinite:
+        return infinite.pop() if len(infinite) == 1 else math.nan
+    return math.fsum(v / len(values) for v in values)
 
 
 def _nan_aware(fn: Callable[[list[float]], float], values: list[float]) -> float:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from workbook.metrics.diagnosis import diagnose
+from workbook.report.redaction import dump_json
 
 EPILOG = """examples:
   workbook diagnose runs/gspo-tiny/20261129T181829Z-1a2b3c    # uses run.json's exit code
@@ -48,5 +48,5 @@ def run_diagnose(args: argparse.Namespace) -> int:
     anything is read (MetricsError, exit 2), so the command never blocks.
     """
     result = diagnose(args.path, exit_code=args.exit_code, expected_steps=args.expected_steps)
-    sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+    sys.stdout.write(dump_json(result.to_dict()))  # redacted: CI logs can be public
     return 0

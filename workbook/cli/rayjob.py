@@ -22,7 +22,7 @@ from workbook.launch.kuberay.manifest import POD_HOME, k8s_name, manifest_yaml, 
 from workbook.launch.outcome import Outcome, Plan
 from workbook.params import Scenario, assets_dir, load_scenario
 from workbook.project import find_scenario, run_notebook
-from workbook.runs import RunDir, default_root, new_run_id, now_iso, write_atomic
+from workbook.runs import RunDir, default_root, new_run_id, now_iso, write_redacted
 
 # Where the run writes inside the pods (verl creates the rollout dump folders there itself).
 POD_RUNS = Path("/tmp/verl-workbook/runs")
@@ -136,22 +136,21 @@ def prepare_run_dir(
 ) -> RunDir:
     """The run directory of the job, before it is submitted (what ``workbook run`` writes)."""
     from workbook.launch.leftovers import owner_record
-    from workbook.report.redaction import redact_mapping, redact_text
     from workbook.serialization import dump_yaml, load_yaml_text
 
     root = Path(runs_root).resolve()
     rd = RunDir.create(root, scenario.name, run_id)
-    write_atomic(rd.file("params"), dump_yaml(redact_mapping(scenario.model_dump(mode="json"))))
+    write_redacted(rd.file("params"), dump_yaml(scenario.model_dump(mode="json")))
     pod_env = load_yaml_text(manifest["spec"]["runtimeEnvYAML"])["env_vars"]  # as the pods get it
-    write_atomic(rd.file("command_json"), redact_text(as_json(Plan(plan.argv, pod_env))))
-    write_atomic(
+    write_redacted(rd.file("command_json"), as_json(Plan(plan.argv, pod_env)))
+    write_redacted(
         rd.file("command_sh"),
         "#!/bin/sh\n# the RayJob's entrypoint: it runs in the pods, ${HOME} is theirs\n"
-        + redact_text(manifest["spec"]["entrypoint"])
+        + manifest["spec"]["entrypoint"]
         + "\n",
     )
-    write_atomic(rd.path / "rayjob.yaml", redact_text(manifest_yaml(manifest)))
-    rd.update_run(**redact_mapping({
+    write_redacted(rd.path / "rayjob.yaml", manifest_yaml(manifest))
+    rd.update_run(**{
         "run_id": run_id, "scenario": scenario.name, "scenario_file": str(params),
         "status": "prepared", "launcher": "kuberay", "profile": scenario.profile,
         "nodes": scenario.nodes, "devices_per_node": scenario.devices_per_node,
@@ -161,7 +160,7 @@ def prepare_run_dir(
         "rayjob": {"name": manifest["metadata"]["name"],
                    "namespace": manifest["metadata"]["namespace"]},
         **owner_record(),
-    }))  # fmt: skip
+    })  # fmt: skip
     return rd
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from workbook.plots.panels import overlay
 from workbook.report.sections import Section
 from workbook.report.view import RunView, load_view
-from workbook.runs import RUN_FILES, new_run_id, write_atomic
+from workbook.runs import RUN_FILES, new_run_id, write_json
 from workbook.sweep import SWEEP_FILE
 
 COMPARISON_FILE = "comparison.json"
@@ -77,7 +77,7 @@ def prepare(runs: list[str] | None = None, sweep: str = "", out: str = "") -> Co
     comparison.source = {"runs": [str(d) for d in dirs], "labels": labels,
                          "sweep": str(folder) if sweep else None}
     folder.mkdir(parents=True, exist_ok=True)
-    write_atomic(folder / COMPARISON_FILE, json.dumps(comparison.source, indent=2) + "\n")
+    write_json(folder / COMPARISON_FILE, comparison.source)
     return comparison
 
 

@@ -57,13 +57,15 @@ overflow-wrap:anywhere}
 </style>"""
 
 
-def write_index(runs_root: Path, out: Path | None = None, *, tree: RunTree | None = None) -> Path:
-    """Write ``index.html`` for every run under ``runs_root`` (into ``out``, a folder or file);
-    ``tree`` is the walk to list when the caller made it (publish's, which follows no link)."""
+def write_index(runs_root: Path, out: Path | None = None, *, published: bool = False) -> Path:
+    """Write ``index.html`` for every run under ``runs_root`` (into ``out``, a folder or file).
+
+    ``published``: the tree is a published site, which keeps no summary cache files."""
     runs_root = Path(runs_root)
     target = _target(runs_root, out)
-    tree = scan(runs_root) if tree is None else tree
-    runs = sorted((summarize(p) for p in tree.runs), key=lambda s: s.sort_key, reverse=True)
+    tree = scan(runs_root)
+    runs = sorted((summarize(p, cache_it=not published) for p in tree.runs),
+                  key=lambda s: s.sort_key, reverse=True)
     body = (
         f'<h1>verl runs</h1><p class="wb-note">{len(runs)} runs, '
         f"newest first; generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}.</p>"

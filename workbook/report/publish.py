@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,6 @@ from pathlib import Path
 from workbook.errors import InputError
 from workbook.report import redaction
 from workbook.report.index import INDEX, write_index
-from workbook.report.summary import RunTree
 from workbook.runs import RUN_FILES, write_atomic
 from workbook.suite import SUITE_FILE
 
@@ -84,22 +82,13 @@ def publish_site(runs_root: Path, dest: Path) -> Publication:
         for _rel, dir_fd, _name in pending:
             os.close(dir_fd)
     write_atomic(site / ".nojekyll", "")  # GitHub Pages: serve the tree as it is
-    write_index(site, tree=site_tree(site))  # last: it lists what the site now holds
+    write_index(site, published=True)  # last: it lists what the site now holds
     return done
 
 
 def redacted_copy(source: Path, target: Path) -> Path:
     """Copy one file through redaction, atomically, never through a link (see ``publish``)."""
     return _copy_redacted(Path(source), Path(target))
-
-
-def site_tree(site: Path) -> RunTree:
-    """The runs and folders of a published tree, reached without a link (what its index lists)."""
-    runs: list[Path] = []
-    folders: list[Path] = []
-    for folder, _fd, is_run in _walk(Path(site), Path(site), []):
-        (runs if is_run else folders).append(folder)
-    return RunTree(runs, folders)
 
 
 def _places(runs_root: Path, dest: Path) -> tuple[Path, Path]:
@@ -153,53 +142,19 @@ def _publish_file(folder: Path, dir_fd: int, name: str, site: Path, rel: Path,
 
 def _copy_redacted(source: Path, target: Path, *, dir_fd: int | None = None) -> Path:
     """The one way a file enters the site: opened without following a link (relative to
-    ``dir_fd`` when given), redacted by its form, written to a unique temp file and renamed."""
+    ``dir_fd`` when given), then that very descriptor redacted by the file's form and written
+    to a unique temp file renamed into place."""
     name = source.name if dir_fd is not None else str(source)
     try:
         src = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
     except OSError as err:
         raise _Skip(_refusal(name, dir_fd, err)) from None
     try:
-        opened = os.fstat(src)
-        if not stat.S_ISREG(opened.st_mode):
-            raise _Skip("not a regular file, not copied")
-        os.set_blocking(src, True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix or ".tmp",
-                                        dir=target.parent)
-        tmp = Path(tmp_name)
-        try:
-            redact_file = getattr(redaction, "redact_file", None)
-            if redact_file is None:
-                with (
-                    os.fdopen(os.dup(src), encoding="utf-8", errors="replace", newline="") as text,
-                    os.fdopen(fd, "w", encoding="utf-8", newline="") as out,
-                ):
-                    redactor = redaction.LineRedactor()  # a private key's lines are dropped
-                    out.writelines(map(redactor.line, text))
-            else:
-                os.close(fd)
-                try:  # it reads by path: check that it read the very file opened here
-                    redact_file(source, tmp)
-                except InputError:  # it found a link or a FIFO there now: swapped in since
-                    raise _Skip("replaced (by a link?) while it was copied, not copied") from None
-                _same_file(opened, source)
-            os.chmod(tmp, 0o644)  # mkstemp makes 0600; a published file is meant to be read
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        return redaction.redact_opened(src, target, redaction.form_of(source), name=str(source))
+    except InputError:  # a FIFO, a device, a folder: nothing a run writes
+        raise _Skip("not a regular file, not copied") from None
     finally:
         os.close(src)
-    return target
-
-
-def _same_file(opened: os.stat_result, source: Path) -> None:
-    try:
-        now = os.stat(source, follow_symlinks=False)
-    except OSError:
-        raise _Skip("removed while it was copied, not copied") from None
-    if (now.st_dev, now.st_ino) != (opened.st_dev, opened.st_ino) or not stat.S_ISREG(now.st_mode):
-        raise _Skip("replaced (by a link?) while it was copied, not copied")
 
 
 def _refusal(name: str, dir_fd: int | None, err: OSError) -> str:

@@ -71,7 +71,8 @@ def scan(runs_root: Path) -> RunTree:
     """Walk ``runs_root`` once at any depth (``<scenario>/<run_id>``, the
     ``suites/<suite>/<night>/<entry>/<run_id>`` and ``sweeps/...`` trees, or a suite's own
     ``--dir``); the root itself may be a run. A run directory's own subfolders (rollout dumps,
-    Ray outputs) are not searched."""
+    Ray outputs) are not searched, and no link to a folder is followed (a loop, or a link to
+    ``/``, would make the walk endless; one out of the tree would list runs that are not in it)."""
     root = Path(runs_root)
     if is_run_dir(root):
         return RunTree([root], [])
@@ -82,7 +83,8 @@ def scan(runs_root: Path) -> RunTree:
         folder = stack.pop()
         folders.append(folder)
         try:
-            children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+            children = sorted(p for p in folder.iterdir()
+                              if not p.name.startswith(".") and p.is_dir() and not p.is_symlink())
         except OSError:
             continue
         for child in children:
@@ -93,8 +95,11 @@ def scan(runs_root: Path) -> RunTree:
     return RunTree(runs, folders)
 
 
-def summarize(run_dir: Path) -> RunSummary:
-    """The run's summary, from the cache when its source files have not changed."""
+def summarize(run_dir: Path, *, cache_it: bool = True) -> RunSummary:
+    """The run's summary, from the cache when its source files have not changed.
+
+    ``cache_it=False`` leaves no cache file behind (a published site holds only what publish
+    chose; the cache names the machine's absolute paths)."""
     run_dir = Path(run_dir)
     signature = _signature(run_dir)
     cache = run_dir / CACHE
@@ -105,6 +110,8 @@ def summarize(run_dir: Path) -> RunSummary:
     except (OSError, ValueError, TypeError, KeyError):
         pass
     summary = _compute(run_dir)
+    if not cache_it:
+        return summary
     try:
         write_atomic(
             cache,

@@ -11,7 +11,7 @@ through here; the run's raw ``run.log`` and verl's own ``metrics.jsonl`` stay as
 - :mod:`.files`: a redacted copy of any file by its form (:func:`redact_file`).
 """
 
-from workbook.report.redaction.files import form_of, redact_document, redact_file
+from workbook.report.redaction.files import form_of, redact_document, redact_file, redact_opened
 from workbook.report.redaction.structure import (
     dump_json,
     redact_json_line,
@@ -27,7 +27,7 @@ from workbook.report.redaction.text import REDACTED, LineRedactor, is_secret_nam
 
 __all__ = [
     "REDACTED", "LineRedactor", "dump_json", "form_of", "is_secret_name", "redact_document",
-    "redact_file", "redact_json_line", "redact_json_text", "redact_mapping",
+    "redact_file", "redact_json_line", "redact_opened", "redact_json_text", "redact_mapping",
     "redact_notebook_data", "redact_notebook_text", "redact_text", "redact_xml_element",
     "redact_xml_text", "redact_yaml_text",
 ]  # fmt: skip

@@ -73,17 +73,32 @@ def redact_file(source: Path, target: Path, *, form: str | None = None) -> Path:
         if source.is_symlink():
             raise InputError(f"{source}: a link, not copied") from None
         raise err
-    with os.fdopen(fd, encoding="utf-8", errors="replace", newline="") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"{source}: not a regular file, not copied")
-        os.set_blocking(fd, True)
-        with atomic_writer(target, newline="") as out:
+    try:
+        return redact_opened(fd, target, form, name=str(source))
+    finally:
+        os.close(fd)
+
+
+def redact_opened(fd: int, target: Path, form: str, *, name: str = "") -> Path:
+    """Write a redacted copy of the file open on ``fd`` (the caller's; left open) to ``target``.
+
+    For callers that opened the source themselves without following a link (``publish`` opens
+    relative to a folder descriptor), so what is copied is the very file they checked.
+
+    Raises:
+        InputError: ``fd`` is not open on a regular file (a FIFO, a device, a folder).
+    """
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(f"{name or target}: not a regular file, not copied")
+    os.set_blocking(fd, True)
+    with os.fdopen(os.dup(fd), encoding="utf-8", errors="replace", newline="") as handle:
+        with atomic_writer(Path(target), newline="") as out:
             if form in _DOCUMENTS and info.st_size <= MAX_STRUCTURED_BYTES:
                 out.write(redact_document(handle.read(), form))
             else:
                 out.writelines(_stream(handle, form))
-    return target
+    return Path(target)
 
 
 def _stream(lines: Iterable[str], form: str) -> Iterable[str]:
