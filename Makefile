@@ -33,10 +33,11 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-# Lint and type-check the package, then every test (the real-run ones run the smoke suite).
+# Lint, type-check, check the layers contract, then every test (the real-run ones run the smoke suite).
 test: $(STAMP) browser
 	$(BIN)/python -m ruff check workbook tests benchmarks
 	$(BIN)/python -m mypy -p workbook
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest
 
 clean:

@@ -120,7 +120,7 @@ def session_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
 
 @pytest.fixture(scope="session")
 def cpu_assets(session_env: dict[str, str]):  # type: ignore[no-untyped-def]
-    from workbook.assets import ensure_assets
+    from workbook.profiles.cpu.assets import ensure_assets
 
     return ensure_assets(Path(session_env["WORKBOOK_ASSETS"]))
 

@@ -34,12 +34,12 @@ def test_a_surprise_before_anything_started_exits_2_with_one_line(
 def test_a_surprise_once_a_run_started_exits_3_and_keeps_the_traceback_in_the_run(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
         cpu_assets: object) -> None:
-    import workbook.execution
+    import workbook.run.driver
 
     def boom(*args: object, **kwargs: object) -> None:
         raise ValueError("surprise during the run")
 
-    monkeypatch.setattr(workbook.execution, "execute_run", boom)
+    monkeypatch.setattr(workbook.run.driver, "execute_run", boom)
 
     assert main(["run", str(GSPO), "--runs", str(tmp_path / "runs")]) == 3
 
@@ -50,13 +50,13 @@ def test_a_surprise_once_a_run_started_exits_3_and_keeps_the_traceback_in_the_ru
 
 def test_bad_input_found_after_a_run_started_is_a_failed_run(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cpu_assets: object) -> None:
-    import workbook.execution
+    import workbook.run.driver
     from workbook.errors import BaselineError
 
     def late(*args: object, **kwargs: object) -> None:
         raise BaselineError("the baseline vanished mid-run")
 
-    monkeypatch.setattr(workbook.execution, "execute_run", late)
+    monkeypatch.setattr(workbook.run.driver, "execute_run", late)
 
     assert main(["run", str(GSPO), "--runs", str(tmp_path / "runs")]) == 3
 
@@ -64,8 +64,8 @@ def test_bad_input_found_after_a_run_started_is_a_failed_run(
 def test_one_clean_up_step_failing_does_not_stop_the_others(tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     import workbook.report.render
-    from workbook.pipeline import finish
-    from workbook.runs import RunDir
+    from workbook.core.layout import RunDir
+    from workbook.run.steps import finish
 
     def broken(*args: object) -> None:
         raise OSError("disk full while rendering")

@@ -20,6 +20,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from workbook.core import project
+
 # Distributions whose versions a reader needs to reproduce a run (absent ones are left out).
 PACKAGES = (
     "verl-workbook",
@@ -43,8 +45,12 @@ _CANN_INFO = (  # where CANN writes its version, newest layout first
 )
 
 
-def collect() -> dict[str, Any]:
-    """Everything below, as ``{"host", "hardware", "versions", "os", "python", ...}``."""
+def collect(verl_path: str | Path | None = None) -> dict[str, Any]:
+    """Everything below, as ``{"host", "hardware", "versions", "os", "python", ...}``.
+
+    ``verl_path`` is the verl checkout the run imports (a scenario's ``verl.path``): its commit
+    is verl's, and ``verl_checkout`` says where it is and whether it had uncommitted changes.
+    """
     facts: dict[str, Any] = {
         "host": socket.gethostname(),
         "hardware": hardware(),
@@ -52,11 +58,14 @@ def collect() -> dict[str, Any]:
         "os": f"{platform.system()} {platform.release()} ({_os_name()})",
         "python": f"{platform.python_implementation()} {platform.python_version()}",
     }
+    checkout = checkout_facts(Path(verl_path)) if verl_path else None
     commits = {
-        "workbook": git_commit(Path(__file__).resolve().parent.parent),
-        "verl": verl_commit(),
+        "workbook": git_commit(project.root()),
+        "verl": checkout["commit"] if checkout else verl_commit(),
     }
     facts["commits"] = {k: v for k, v in commits.items() if v}
+    if checkout:
+        facts["verl_checkout"] = checkout
     cann = cann_version()
     if cann:
         facts["cann_version"] = cann
@@ -153,6 +162,14 @@ def git_commit(folder: Path) -> str | None:
         return None
     dirty = _run(["git", "-C", str(folder), "status", "--porcelain", "--untracked-files=no"])
     return head + ("-dirty" if dirty else "")
+
+
+def checkout_facts(path: Path) -> dict[str, Any]:
+    """Where a verl checkout is, its HEAD and whether it is dirty (tracked files changed);
+    ``commit`` is None outside git (a copied tree, as verl's multinode job makes)."""
+    commit = git_commit(path)
+    return {"path": str(path), "commit": commit,
+            "dirty": commit.endswith("-dirty") if commit else None}
 
 
 def verl_commit() -> str | None:

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from workbook.checks.evidence import Evidence
+from workbook.core.serialization import dump_yaml
 from workbook.metrics.model import RunMetrics
-from workbook.serialization import dump_yaml
 
 DATA = Path(__file__).parent / "data"
 Series = dict[str, dict[int, float]]

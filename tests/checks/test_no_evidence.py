@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.checks.handmade import console_log, jsonl, steady, write_run
+from tests.edges import never_blocks
 from workbook.cli import main
 
 STARTUP = ("(TaskRunner pid=7) Initializing Ray ...\n(TaskRunner pid=7) Total training steps: 15\n"
@@ -25,19 +25,9 @@ TRAINED = steady({"actor/pg_loss": 0.01, "actor/pg_clipfrac": 0.1})  # steps 1-1
 
 
 @pytest.fixture(autouse=True)
-def never_blocks() -> Iterator[None]:
-    """A command that blocks on a FIFO or device fails the test instead of hanging it."""
-
-    def timed_out(signum: int, frame: object) -> None:
-        raise TimeoutError("the command blocked on its input")
-
-    previous = signal.signal(signal.SIGALRM, timed_out)
-    signal.alarm(120)
-    try:
+def no_blocking_read() -> Iterator[None]:
+    with never_blocks(120):
         yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def file_with(text: str | bytes, name: str = "input.log") -> Callable[[Path], Path]:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from workbook.command import as_json, as_shell, build_plan, hydra
-from workbook.params import load_scenario
+from workbook.command import as_json, as_shell, build_plan
+from workbook.params import hydra
+from workbook.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data"

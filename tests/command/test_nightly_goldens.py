@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from workbook.command import build_plan, hydra
-from workbook.launch.outcome import Plan
-from workbook.params import load_scenario
+from workbook.command import build_plan
+from workbook.command.plan import Plan
+from workbook.params import hydra
 from workbook.profiles import NPU_ENV
+from workbook.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data" / "nightly"

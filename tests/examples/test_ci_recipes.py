@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 import yaml
 
+from workbook.batch.suite import read_suite
 from workbook.cli import parser
-from workbook.params import load_scenario
-from workbook.suite import read_suite
+from workbook.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 CI = ROOT / "examples" / "ci"

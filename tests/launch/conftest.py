@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from workbook.core.layout import RunDir
 from workbook.launch.cluster import lifecycle
 from workbook.launch.cluster.state import ClusterState
-from workbook.runs import RunDir
 
 
 @pytest.fixture(scope="session")

@@ -21,12 +21,12 @@ import pytest
 
 from workbook.cli import rayjob as rayjob_cli
 from workbook.command import build_plan
+from workbook.command.plan import Plan
+from workbook.core.serialization import load_yaml_text
 from workbook.errors import InputError, LaunchError
 from workbook.launch.kuberay import kubectl
 from workbook.launch.kuberay import manifest as kuberay_manifest
-from workbook.launch.outcome import Plan
-from workbook.params import load_scenario
-from workbook.serialization import load_yaml_text
+from workbook.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 NPU_SCENARIO = ROOT / "params" / "ppo-qwen3-0.6b-2n4npu-fsdp-vllm-rayjob.yaml"
@@ -47,7 +47,7 @@ def npu_plan_and_manifest() -> tuple:
         nodes=scenario.nodes,
         devices_per_node=scenario.devices_per_node,
         device=scenario.profile,
-        settings=scenario.kuberay.model_dump(),
+        settings=scenario.kuberay.as_settings(),
         timeout_s=scenario.timeout_s,
     )
     return scenario, plan, manifest
@@ -124,7 +124,8 @@ def test_cuda_and_cpu_manifests_use_their_device_resource(
         ["python3", "-m", "verl.trainer.main_ppo", "a=b c"], {"X": "1", "RAY_AUTH_TOKEN": "secret"}
     )
     manifest = kuberay_manifest.rayjob_manifest(
-        plan, name="My_Run.v2", nodes=3, devices_per_node=8, device=device, timeout_s=None
+        plan, name="My_Run.v2", nodes=3, devices_per_node=8, device=device, timeout_s=None,
+        settings={"image": "my/verl:cuda"},
     )
     validate(manifest)
     (workers,) = manifest["spec"]["rayClusterSpec"]["workerGroupSpecs"]
@@ -141,7 +142,8 @@ def test_settings_are_checked_and_defaults_documented() -> None:
     plan = Plan(["true"], {})
     with pytest.raises(InputError, match="unknown kuberay setting"):
         kuberay_manifest.rayjob_manifest(
-            plan, name="x", nodes=1, devices_per_node=1, device="npu", settings={"imag": "x"}
+            plan, name="x", nodes=1, devices_per_node=1, device="npu",
+            settings={"imag": "x", "image": "v"}
         )
     with pytest.raises(InputError, match="submission_mode"):
         kuberay_manifest.rayjob_manifest(
@@ -150,7 +152,7 @@ def test_settings_are_checked_and_defaults_documented() -> None:
             nodes=1,
             devices_per_node=1,
             device="npu",
-            settings={"submission_mode": "Bogus"},
+            settings={"submission_mode": "Bogus", "image": "v"},
         )
     manifest = kuberay_manifest.rayjob_manifest(
         plan,
@@ -159,6 +161,7 @@ def test_settings_are_checked_and_defaults_documented() -> None:
         devices_per_node=1,
         device="npu",
         settings={
+            "image": "v",
             "shutdown_after_job_finishes": False,
             "service_account": "runner",
             "submission_mode": "HTTPMode",
@@ -195,8 +198,10 @@ def test_rayjob_cli_prints_a_manifest_for_the_npu_scenario(
     assert args.handler(args) == 0
     manifest = load_yaml_text(capsys.readouterr().out)
     validate(manifest)
+    # --name is a prefix: the run id's end makes it unique, so no run reads an earlier job's
+    name = manifest["metadata"].pop("name")
+    assert name.startswith("ppo-2n-") and len(name) == len("ppo-2n-") + 6
     assert manifest["metadata"] == {
-        "name": "ppo-2n",
         "namespace": "rl",
         "labels": {"app.kubernetes.io/managed-by": "verl-workbook"},
     }
@@ -343,7 +348,12 @@ def test_tilde_paths_become_the_pods_home_too(tmp_path: Path) -> None:
 
 VERL_LOG = ROOT / "tests" / "data" / "verl_logs" / "02_ppo-2node-ansi-resume-from-ckpt.log"
 FAKE_KUBECTL = '''#!{python}
-"""kubectl as far as `workbook rayjob --apply` uses it: one RayJob, Running once, then final."""
+"""kubectl as far as `workbook rayjob --apply` uses it: RayJobs by name, Running once, then final.
+
+FAKE_KUBE_CRD=missing: no ray.io API. FAKE_KUBE_DENY: "verb resource" pairs `auth can-i` denies
+(comma-separated). FAKE_KUBE_FLAKY=N: the first N `get rayjob` calls fail as an unreachable API
+server does. FAKE_KUBE_JOB: the Ray job's final status (RUNNING: it never ends).
+"""
 import json, os, sys
 
 state = os.environ["FAKE_KUBE_DIR"]
@@ -353,9 +363,9 @@ with open(os.path.join(state, "calls.jsonl"), "a") as calls:
 words = [a for a in args if not a.startswith("--request-timeout")]
 
 
-def fail(message):
+def fail(message, code=1):
     sys.stderr.write(message + "\\n")
-    sys.exit(1)
+    sys.exit(code)
 
 
 def log():
@@ -365,22 +375,47 @@ def log():
         sys.stdout.write(source.read())
 
 
-if words[:2] == ["get", "crd"]:
-    if os.environ.get("FAKE_KUBE_CRD") == "missing":
-        fail('Error from server (NotFound): customresourcedefinitions "rayjobs.ray.io" not found')
-    print("customresourcedefinition.apiextensions.k8s.io/rayjobs.ray.io")
-elif words[:1] == ["apply"]:
+def count(name):
+    path = os.path.join(state, name)
+    n = int(open(path).read()) if os.path.exists(path) else 0
+    with open(path, "w") as out:
+        out.write(str(n + 1))
+    return n
+
+
+def created(name):
+    return os.path.join(state, "created-" + name + ".json")
+
+
+if words[:1] == ["api-resources"]:
+    if os.environ.get("FAKE_KUBE_CRD") != "missing":
+        print("rayclusters.ray.io\\nrayjobs.ray.io\\nrayservices.ray.io")
+elif words[:2] == ["auth", "can-i"]:
+    denied = [d.strip() for d in os.environ.get("FAKE_KUBE_DENY", "").split(",") if d.strip()]
+    if " ".join(words[2:4]) in denied:
+        print("no")
+        sys.exit(1)
+    print("yes")
+elif words[:1] == ["create"]:
     manifest = json.load(sys.stdin)
-    with open(os.path.join(state, "applied.json"), "w") as out:
-        json.dump(manifest, out)
-    print("rayjob.ray.io/%s created" % manifest["metadata"]["name"])
+    name = manifest["metadata"]["name"]
+    if os.path.exists(created(name)):
+        fail('Error from server (AlreadyExists): error when creating "STDIN": rayjobs.ray.io '
+             '"%s" already exists' % name)
+    for path in (created(name), os.path.join(state, "applied.json")):
+        with open(path, "w") as out:
+            json.dump(manifest, out)
+    print("rayjob.ray.io/%s created" % name)
 elif words[:2] == ["get", "rayjob"]:
-    polls = os.path.join(state, "polls")
-    first = not os.path.exists(polls)
-    open(polls, "a").close()
+    if count("gets") < int(os.environ.get("FAKE_KUBE_FLAKY") or 0):
+        fail("Unable to connect to the server: dial tcp 10.0.0.1:6443: i/o timeout")
+    name = words[2]
+    if not os.path.exists(created(name)):
+        fail('Error from server (NotFound): rayjobs.ray.io "%s" not found' % name)
+    first = count("polls-" + name) == 0
     job = os.environ["FAKE_KUBE_JOB"]
-    status = {{"jobId": "raysubmit-1", "rayClusterName": "c1"}}
-    if first:
+    status = {{"jobId": "raysubmit-" + name, "rayClusterName": "c1"}}
+    if first or job == "RUNNING":
         status.update(jobStatus="RUNNING", jobDeploymentStatus="Running")
     elif job == "SUCCEEDED":
         status.update(jobStatus=job, jobDeploymentStatus="Complete")
@@ -388,6 +423,10 @@ elif words[:2] == ["get", "rayjob"]:
         status.update(jobStatus=job, jobDeploymentStatus="Failed", reason="AppFailed",
                       message="Job entrypoint command failed with exit code 1")
     print(json.dumps({{"status": status}}))
+elif words[:2] in (["delete", "rayjob"], ["patch", "rayjob"]):
+    with open(os.path.join(state, "stopped.jsonl"), "a") as out:
+        out.write(json.dumps(words) + "\\n")
+    print("rayjob.ray.io/%s %s" % (words[2], "deleted" if words[0] == "delete" else "patched"))
 elif words[:2] == ["get", "pods"]:
     print(json.dumps({{"items": [{{"metadata": {{"name": "c1-head-x"}}}}]}}))
 elif words[:1] == ["exec"]:
@@ -413,6 +452,7 @@ def fake_kubectl(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_KUBE_DIR", str(state))
     monkeypatch.setattr(kubectl, "POLL_S", 0.0)
+    monkeypatch.setattr(kubectl, "BACKOFF_S", 0.0)
     return state
 
 
@@ -447,7 +487,7 @@ def test_apply_exits_with_the_verdict_of_the_fetched_log(
     verdict: str,
 ) -> None:
     from workbook.cli import main
-    from workbook.runs import RunDir
+    from workbook.core.layout import RunDir
 
     source = {"verl": VERL_LOG, "nan": _nan_log(tmp_path), None: None}[log]
     monkeypatch.setenv("FAKE_KUBE_JOB", job)
@@ -492,7 +532,7 @@ def test_apply_without_kuberay_leaves_a_failed_run_with_its_reason(
     tmp_path: Path,
 ) -> None:
     from workbook.cli import main
-    from workbook.runs import RunDir
+    from workbook.core.layout import RunDir
 
     monkeypatch.setenv("FAKE_KUBE_CRD", "missing")
     code = main(["rayjob", str(NPU_SCENARIO), "--apply", "--runs", str(tmp_path / "runs")])

@@ -11,9 +11,10 @@ import psutil
 import pytest
 
 from workbook.command.builder import ray_temp_dir
+from workbook.command.plan import Plan
+from workbook.core.layout import RunDir
 from workbook.launch.local import LocalLauncher, child_env
-from workbook.launch.outcome import Plan, request_stop
-from workbook.runs import RunDir
+from workbook.launch.outcome import request_stop
 
 
 @pytest.fixture

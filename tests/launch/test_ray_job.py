@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from workbook.command.plan import Plan
+from workbook.core.layout import RunDir
 from workbook.errors import LaunchError
 from workbook.launch import ray_client
 from workbook.launch.cluster.state import ClusterState
 from workbook.launch.job_log import LineLog
-from workbook.launch.outcome import Plan, request_stop
+from workbook.launch.outcome import request_stop
 from workbook.launch.ray_job import RayJobLauncher, check_resources, job_runtime_env
-from workbook.runs import RunDir
 
 
 def numbered_lines_plan(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.edges import never_blocks
 from workbook.errors import MetricsError
 from workbook.metrics.diagnosis import diagnose, trained
 from workbook.metrics.lines import LineSplitter
@@ -26,19 +26,9 @@ from workbook.metrics.model import RunMetrics
 
 
 @pytest.fixture(autouse=True)
-def never_blocks() -> Iterator[None]:
-    """Fail instead of hanging: a FIFO opened for a blocking read would wait for ever."""
-
-    def timed_out(signum: int, frame: object) -> None:
-        raise TimeoutError("blocked reading the input")
-
-    previous = signal.signal(signal.SIGALRM, timed_out)
-    signal.alarm(20)
-    try:
+def no_blocking_read() -> Iterator[None]:
+    with never_blocks(20):
         yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def random_bytes(path: Path) -> Path:

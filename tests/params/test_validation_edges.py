@@ -17,22 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.edges import NPU_SCENARIO
 from workbook.cli import main
+from workbook.core.serialization import load_yaml_text
 from workbook.errors import InputError, ParamsError
-from workbook.params import load_scenario
 from workbook.params.schema import FIELDS, parse_scenario
-from workbook.serialization import load_yaml_text
+from workbook.scenario import load_scenario
 
-BASE = """\
-profile: npu
-model_path: /m
-train_files: /t.parquet
-val_files: /v.parquet
-devices_per_node: 8
-train_batch_size: 32
-ppo_mini_batch_size: 16
-rollout_n: 4
-"""
+BASE = NPU_SCENARIO
 
 
 @pytest.fixture()

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import psutil
 
-from workbook.assets import Assets, ensure_assets
 from workbook.profiles import profile_env, profile_overrides
+from workbook.profiles.cpu.assets import Assets, ensure_assets
 from workbook.profiles.cpu.pythonpath import prepare_plugin_path
 
 

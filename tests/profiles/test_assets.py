@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from workbook import assets as assets_module
-from workbook.assets import MARKER, Assets, ensure_assets
 from workbook.cli.assets import register
+from workbook.profiles.cpu import assets as assets_module
+from workbook.profiles.cpu.assets import MARKER, Assets, ensure_assets
 
 
 @pytest.fixture

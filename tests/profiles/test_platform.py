@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from workbook.assets import Assets
 from workbook.profiles import profile_env
+from workbook.profiles.cpu.assets import Assets
 
 PROBE = textwrap.dedent(
     """

@@ -13,9 +13,9 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
-from workbook.execution import execute_run
+from workbook.core.layout import RunDir
 from workbook.launch import processes
-from workbook.runs import RunDir
+from workbook.run.driver import execute_run
 
 DYING = '''import json, os, subprocess, sys, time
 from pathlib import Path

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from workbook.report.notebook import declared_parameters
+from workbook.run.notebook import declared_parameters
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 PARAMETERS = {

@@ -18,9 +18,9 @@ import pytest
 
 from workbook.checks.junit import verdict_suite, write_junit
 from workbook.checks.runner import check_path, judge_run_dir
+from workbook.core.redaction import redact_mapping
 from workbook.report.index import write_index
 from workbook.report.publish import publish
-from workbook.report.redaction import redact_mapping
 from workbook.report.render import render_report
 
 SCENARIO, RUN_ID = "gspo-tiny-1n1cpu-fsdp2-vllm", "20261129T180000Z-plant1"

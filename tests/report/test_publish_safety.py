@@ -24,13 +24,13 @@ from report_fixtures import write_run
 
 from workbook.checks.verdict import COUNTED
 from workbook.cli import main
+from workbook.core import redaction
+from workbook.core.layout import RUN_FILES
 from workbook.errors import InputError
 from workbook.report import publish as publishing
-from workbook.report import redaction
 from workbook.report.index import write_index
 from workbook.report.publish import PUBLISHED_FILES, publish, publish_site
 from workbook.report.render import render_report
-from workbook.runs import RUN_FILES
 
 HOST = "HOST-FILE-CONTENT-must-never-be-published"
 SCENARIO = "gspo-tiny-1n1cpu-fsdp2-vllm"

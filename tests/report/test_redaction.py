@@ -13,19 +13,19 @@ import yaml
 from nbformat.v4 import new_code_cell, new_notebook
 
 from workbook.command import as_json, as_shell
-from workbook.params import load_scenario
-from workbook.pipeline import plan_for
-from workbook.report.index import write_index
-from workbook.report.notebook import execute
-from workbook.report.publish import publish, redacted_copy
-from workbook.report.redaction import (
+from workbook.core.redaction import (
     REDACTED,
     LineRedactor,
     is_secret_name,
     redact_mapping,
     redact_text,
 )
+from workbook.report.index import write_index
+from workbook.report.publish import publish, redacted_copy
 from workbook.report.render import render_report
+from workbook.run.notebook import execute
+from workbook.run.steps import plan_for
+from workbook.scenario import load_scenario
 
 PARAMS = Path(__file__).parents[2] / "params"
 

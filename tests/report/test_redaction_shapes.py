@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from workbook.report.notebook import redact_notebook
-from workbook.report.redaction import REDACTED, LineRedactor, redact_mapping, redact_text
-from workbook.report.redaction import text as redaction
+from workbook.core.redaction import REDACTED, LineRedactor, redact_mapping, redact_text
+from workbook.core.redaction import text as redaction
+from workbook.run.notebook import redact_notebook
 
 
 def _chars(n: int, alphabet: str = "aB3dE5gH7jK9mN2pQ4sT6vW8yZ") -> str:

@@ -19,9 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from workbook.errors import InputError
-from workbook.report.notebook import redact_notebook
-from workbook.report.redaction import (
+from workbook.core.redaction import (
     REDACTED,
     dump_json,
     files,
@@ -35,6 +33,8 @@ from workbook.report.redaction import (
     redact_xml_text,
     redact_yaml_text,
 )
+from workbook.errors import InputError
+from workbook.run.notebook import redact_notebook
 
 HF = "hf" + "_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZaBcDeFgH"  # 34 letters, as Hugging Face makes them
 BEARER = "bearerPlanted" + "7Q2x9Z"
@@ -266,7 +266,7 @@ def test_dump_json_writes_exceptions_paths_and_dates_as_redacted_text():
 
 
 def test_the_run_directory_writers_redact_inside_the_structure(tmp_path):
-    from workbook.runs import RunDir, write_json, write_redacted
+    from workbook.core.layout import RunDir, write_json, write_redacted
 
     run = RunDir.create(tmp_path, "scenario", "20260101T000000Z-abcdef")
     run.update_run(exit_code=1, message="WANDB_API_KEY=rdPlanted1", counts={"pass": 16})

@@ -10,8 +10,8 @@ import nbformat
 import report_assertions as ra
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from workbook.report.notebook import execute
 from workbook.report.render import render_report
+from workbook.run.notebook import execute
 
 
 def test_passed_run_report_shows_verdict_checks_and_panels(make_run):

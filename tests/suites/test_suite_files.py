@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from workbook.batch.suite import read_suite, suite_dir
 from workbook.cli import main
 from workbook.errors import InputError
-from workbook.suite import read_suite, suite_dir
 
 REPO = Path(__file__).resolve().parents[2]
 SUITES = sorted((REPO / "params" / "suites").glob("*.txt"))

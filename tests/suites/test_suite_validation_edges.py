@@ -9,20 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.edges import NPU_SCENARIO
+from workbook.batch.suite import read_suite, validate_suite
 from workbook.cli import main
 from workbook.errors import InputError, ParamsError
-from workbook.suite import read_suite, validate_suite
 
-GOOD = """\
-profile: npu
-model_path: /m
-train_files: /t.parquet
-val_files: /v.parquet
-devices_per_node: 8
-train_batch_size: 32
-ppo_mini_batch_size: 16
-rollout_n: 4
-"""
+GOOD = NPU_SCENARIO
 
 
 @pytest.fixture()

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from workbook.batch.sweep import parse_grid, points_of, sweep_dir
 from workbook.cli import main
 from workbook.errors import InputError
-from workbook.sweep import parse_grid, points_of, sweep_dir
 
 REPO = Path(__file__).resolve().parents[2]
 GSPO = REPO / "params" / "gspo-tiny-1n1cpu-fsdp2-vllm.yaml"
@@ -55,7 +55,7 @@ def test_an_invalid_point_is_named_and_nothing_starts(tmp_path: Path, cpu_assets
 
 
 def test_a_finished_point_is_kept_when_the_sweep_runs_again(tmp_path: Path, cpu_assets: object) -> None:
-    from workbook.sweep import plan_sweep
+    from workbook.batch.sweep import plan_sweep
 
     first = plan_sweep(GSPO, ["clip_ratio_high=4e-4,6e-4"], [], replay_rollouts=False,
                        runs_root=tmp_path)
@@ -80,7 +80,7 @@ def test_a_sigterm_to_the_sweep_reaches_its_running_points_as_a_stop(tmp_path: P
     import sys
     import time
 
-    from workbook.sweep import Point, _forwarding_stop
+    from workbook.batch.sweep import Point, _forwarding_stop
 
     waiter = ("import signal, sys, time\n"
               "signal.signal(signal.SIGINT, lambda *_: (open(sys.argv[1], 'w').write('stop'),"
@@ -104,8 +104,8 @@ def test_a_sigterm_to_the_sweep_reaches_its_running_points_as_a_stop(tmp_path: P
 
 def test_a_finished_sweep_run_again_in_parallel_starts_no_cluster(
         tmp_path: Path, cpu_assets: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbook.batch.sweep import plan_sweep, run_sweep
     from workbook.launch.cluster import lifecycle
-    from workbook.sweep import plan_sweep, run_sweep
 
     sweep = plan_sweep(GSPO, ["clip_ratio_high=4e-4,6e-4"], [], replay_rollouts=False,
                        runs_root=tmp_path)

@@ -49,9 +49,9 @@ from workbook.checks.baseline_rules import (
     short,
     value_problems,
 )
+from workbook.core.layout import write_atomic
+from workbook.core.serialization import dump_yaml, load_yaml_text
 from workbook.errors import BaselineError, InputError
-from workbook.runs import write_atomic
-from workbook.serialization import dump_yaml, load_yaml_text
 
 __all__ = ["FORMAT", "FORMATS", "Baseline", "BaselineMetric", "import_ascend_text",
            "load_baseline", "read_baseline_text"]

@@ -19,16 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbook.core import project
+from workbook.core.layout import RUN_FILES, is_run_dir
+from workbook.core.serialization import load_yaml
 from workbook.errors import InputError
 from workbook.metrics.diagnosis import diagnose, positive_int, trained
 from workbook.metrics.loading import input_kind, load_metrics
 from workbook.metrics.model import RunMetrics
 from workbook.params.settings import settings_of
 from workbook.provenance import hardware_key
-from workbook.runs import RUN_FILES, is_run_dir
-from workbook.serialization import load_yaml
 
-PACKAGE_PARAMS = Path(__file__).resolve().parents[2] / "params"
+PACKAGE_PARAMS = project.root() / "params"  # the checkout's own, whatever $WORKBOOK_PARAMS says
 # run.json statuses that say nothing about how a process ended (an imported log has no process)
 BARE_STATUSES = (None, "imported", "unknown")
 

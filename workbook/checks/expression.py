@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any
 
 from workbook.checks import reductions
 from workbook.checks.vocabulary import ARITH, COMPARE, Validator, int_constant, is_data
+from workbook.core.quoting import cut, short
 from workbook.errors import ExpressionError
 from workbook.metrics.model import RunMetrics
-from workbook.quoting import cut, short
 
 if TYPE_CHECKING:
     from workbook.checks.baseline import Baseline

@@ -15,7 +15,7 @@ from pathlib import Path
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from workbook.checks.verdict import Verdict
-from workbook.runs import write_redacted
+from workbook.core.layout import write_redacted
 
 
 def verdict_suite(verdict: Verdict, name: str, *, time_s: float | None = None,

@@ -14,24 +14,26 @@ from workbook.checks.baseline import Baseline, load_baseline
 from workbook.checks.evidence import Evidence, gather, is_run_directory, params_dir_for
 from workbook.checks.spec import CheckSpec, parse_checks
 from workbook.checks.verdict import Verdict, judge
+from workbook.core.layout import RUN_FILES, RunDir
 from workbook.errors import ParamsError
-from workbook.runs import RUN_FILES, RunDir
 
 
 def check_path(path: Path, *, baseline: Path | None = None, expressions: Sequence[str] = (),
-               scenario: Path | None = None, out: Path | None = None) -> tuple[Verdict, Path]:
+               scenario: tuple[Mapping[str, Any], Path] | None = None,
+               out: Path | None = None) -> tuple[Verdict, Path]:
     """Judge a run directory, console log or JSONL; returns the verdict and its checks.json path.
 
     A run directory is judged by its ``params.resolved.yaml`` (or ``scenario``'s) ``checks:``
     section; a bare file by the health checks, the defaults on the metrics the baseline names,
-    and ``expressions``. ``baseline`` replaces the spec's baseline. The checks.json path is
+    and ``expressions``. ``scenario`` judges as that scenario: its resolved mapping (every default
+    filled in, as in params.resolved.yaml) and the folder its relative baseline path is in. ``baseline`` replaces the spec's baseline. The checks.json path is
     ``out`` when given, else :func:`checks_json_for`.
 
     Raises:
         ExpressionError, BaselineError, ParamsError, InputError, MetricsError: bad input (exit 2).
     """
     path = Path(path)
-    resolved, params_dir = _scenario(scenario) if scenario is not None else (None, None)
+    resolved, params_dir = scenario if scenario is not None else (None, None)
     evidence = gather(path, scenario=resolved)
     if params_dir is None:
         params_dir = params_dir_for(evidence.scenario, evidence.run)
@@ -90,11 +92,3 @@ def judge_evidence(evidence: Evidence, spec: CheckSpec) -> Verdict:
     """The verdict with the spec's baseline loaded (BaselineError when it cannot be read)."""
     baseline: Baseline | None = load_baseline(spec.baseline) if spec.baseline else None
     return judge(evidence, spec, baseline=baseline)
-
-
-def _scenario(path: Path) -> tuple[dict[str, Any], Path]:
-    """The scenario as a run records it (every default filled in, as in params.resolved.yaml)."""
-    from workbook.params import load_scenario  # params builds on checks, not the reverse
-
-    scenario = load_scenario(path, check_files=False)
-    return scenario.model_dump(mode="json"), Path(path).resolve().parent

@@ -39,8 +39,8 @@ from typing import Any
 
 from workbook.checks.expression import MAX_STEP, Expression, compile_expression, finite_number
 from workbook.checks.reductions import REDUCTIONS, WINDOWED
+from workbook.core.quoting import cut, short
 from workbook.errors import ExpressionError
-from workbook.quoting import cut, short
 
 DEFAULT_WINDOW = (5, 14)
 DIRECTIONS = ("both", "higher_is_worse", "lower_is_worse")

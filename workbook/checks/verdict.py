@@ -32,8 +32,8 @@ from workbook.checks.expression import EvaluationError, Expression
 from workbook.checks.health import divergence, health_rows, required_step
 from workbook.checks.rows import CheckRow, error_row
 from workbook.checks.spec import CheckSpec
+from workbook.core.layout import write_json
 from workbook.errors import EXIT_PASSED, EXIT_REGRESSED, EXIT_RUN_FAILED
-from workbook.runs import write_json
 
 VERDICTS = {"passed": EXIT_PASSED, "regressed": EXIT_REGRESSED, "failed": EXIT_RUN_FAILED,
             "stopped": EXIT_RUN_FAILED}

@@ -21,11 +21,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from workbook.core.layout import ERROR_LOG
 from workbook.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, WorkbookError
 
 # One module per subcommand family, each with register(subparsers).
 SUBCOMMAND_MODULES = (
     "workbook.cli.scenario",  # validate, plan, run
+    "workbook.cli.data",  # data prepare
     "workbook.cli.assets",
     "workbook.cli.metrics",
     "workbook.cli.diagnose",
@@ -82,7 +84,7 @@ def _keep_traceback(run_dir: Path | None) -> Path:
     """Write the current exception's traceback to the run directory (else a temp file)."""
     text = traceback.format_exc()
     if run_dir is not None and Path(run_dir).is_dir():
-        path = Path(run_dir) / "workbook-error.log"
+        path = Path(run_dir) / ERROR_LOG
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(text)
         return path

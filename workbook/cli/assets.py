@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from workbook.assets import ensure_assets
+from workbook.profiles.cpu.assets import ensure_assets
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from workbook import terminal
 from workbook.checks.evidence import is_run_directory
 from workbook.checks.junit import verdict_suite, write_junit
 from workbook.checks.runner import check_path
 from workbook.checks.verdict import Verdict
+from workbook.cli import terminal
 from workbook.errors import InputError
+from workbook.scenario import load_scenario
 
 EPILOG = """examples:
   workbook check runs/gspo-tiny-1n1cpu-fsdp2-vllm/20261129T181829Z-1a2b3c
@@ -46,8 +47,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    scenario = None
+    if args.scenario is not None:  # as a run records it: every default filled in
+        loaded = load_scenario(args.scenario, check_files=False)
+        scenario = (loaded.model_dump(mode="json"), Path(args.scenario).resolve().parent)
     verdict, out = check_path(args.path, baseline=args.baseline, expressions=args.expr,
-                              scenario=args.scenario, out=args.out)
+                              scenario=scenario, out=args.out)
     terminal.show(verdict_table(verdict), terminal.verdict_line(verdict.status, verdict.reason))
     try:
         verdict.write_json(out)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from workbook.core.layout import COMPARISONS_DIR
 from workbook.errors import InputError
 
 EPILOG = """examples:
@@ -24,9 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from workbook.report.notebook import execute_comparison
-    from workbook.runs import default_root, is_run_dir, new_run_id
-    from workbook.sweep import SWEEP_FILE
+    from workbook.core.layout import SWEEP_FILE, default_root, is_run_dir, new_run_id
+    from workbook.run.notebook import execute_comparison
 
     paths = [p.resolve() for p in args.paths]
     if len(paths) == 1 and (paths[0] / SWEEP_FILE).is_file():
@@ -36,7 +36,7 @@ def run_command(args: argparse.Namespace) -> int:
         if missing or len(paths) < 2:
             raise InputError("compare takes two or more run directories, or one sweep "
                              f"directory; not run directories: {', '.join(missing) or '-'}")
-        folder = (args.out or default_root() / "comparisons" / new_run_id()).resolve()
+        folder = (args.out or default_root() / COMPARISONS_DIR / new_run_id()).resolve()
         page = execute_comparison({"runs": [str(p) for p in paths], "out": str(folder)}, folder)
     print(page)
     return 0

@@ -15,8 +15,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from workbook.core.project import notebook, root
 from workbook.errors import InputError
-from workbook.project import notebook, root
 
 EPILOG = """examples:
   workbook lab                    # lab/gspo.ipynb in JupyterLab (copied from notebooks/ once)

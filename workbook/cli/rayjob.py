@@ -16,16 +16,32 @@ from pathlib import Path
 from typing import Any
 
 from workbook.command import as_json, build_plan
+from workbook.command.plan import Plan
+from workbook.core.layout import (
+    RAYJOB_FILE,
+    RunDir,
+    default_root,
+    new_run_id,
+    now_iso,
+    write_redacted,
+)
+from workbook.core.project import find_scenario, run_notebook
 from workbook.errors import EXIT_RUN_FAILED, LaunchError
 from workbook.launch.kuberay import kubectl
-from workbook.launch.kuberay.manifest import POD_HOME, k8s_name, manifest_yaml, rayjob_manifest
-from workbook.launch.outcome import Outcome, Plan
-from workbook.params import Scenario, assets_dir, load_scenario
-from workbook.project import find_scenario, run_notebook
-from workbook.runs import RunDir, default_root, new_run_id, now_iso, write_redacted
+from workbook.launch.kuberay.manifest import (
+    POD_HOME,
+    manifest_yaml,
+    rayjob_manifest,
+    rayjob_name,
+)
+from workbook.launch.outcome import Outcome
+from workbook.params import Scenario, assets_dir
+from workbook.scenario import load_scenario
 
 # Where the run writes inside the pods (verl creates the rollout dump folders there itself).
 POD_RUNS = Path("/tmp/verl-workbook/runs")
+# Time beyond the scenario's timeout_s that --apply waits for (scheduling, image pulls, logs).
+APPLY_GRACE_S = 1800.0
 
 EPILOG = """examples:
   workbook rayjob params/ppo-qwen3-0.6b-2n4npu-fsdp-vllm-rayjob.yaml > rayjob.yaml
@@ -56,7 +72,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="override a scenario field (repeatable)",
     )
     parser.add_argument(
-        "--name", default=None, help="RayJob name (default: scenario name + run id suffix)"
+        "--name", default=None,
+        help="RayJob name prefix: the name is NAME-<6 characters of the run id>, a DNS-1035 "
+        "label of at most 47 characters, so no two runs share one (default: the scenario's "
+        "name, shortened)"
     )
     parser.add_argument(
         "--apply",
@@ -77,18 +96,32 @@ def run_rayjob(args: argparse.Namespace) -> int:
     scenario = load_scenario(params, args.sets, check_files=False, variables=pod_variables())
     run_id = new_run_id()
     plan = pod_plan(scenario, run_id)
-    manifest = manifest_for(scenario, plan, args.name or default_name(scenario.name, run_id))
+    name = (rayjob_name(args.name, run_id, exact=True) if args.name
+            else default_name(scenario.name, run_id))
+    manifest = manifest_for(scenario, plan, name)
     if not args.apply:
         sys.stdout.write(manifest_yaml(manifest))
         return 0
     if args.no_follow:
         kubectl.apply(manifest, follow=False, on_status=_show(manifest))
+        print(f"rayjob/{name} submitted in namespace {manifest['metadata']['namespace']}")
         return 0
     root = args.runs or default_root()
     rd = prepare_run_dir(scenario, params, args.sets, plan, manifest, root, run_id)
     args.active_run = rd.path  # from here on a surprise is a failed run (exit 3)
     print(f"run directory: {rd.path}", flush=True)
-    return conclude(scenario, params, args.sets, plan, rd, follow(manifest, rd))
+    outcome = follow(manifest, rd, deadline_s=apply_deadline(scenario),
+                     on_interrupt=scenario.kuberay.on_interrupt)
+    return conclude(scenario, params, args.sets, plan, rd, outcome)
+
+
+def apply_deadline(scenario: Scenario) -> float | None:
+    """How long ``--apply`` follows the job: ``kuberay.apply_timeout_s``, else the scenario's
+    ``timeout_s`` (KubeRay's own activeDeadlineSeconds) plus time for pods to be scheduled and
+    images pulled; None (follow until it ends) when neither is set."""
+    if scenario.kuberay.apply_timeout_s is not None:
+        return scenario.kuberay.apply_timeout_s
+    return scenario.timeout_s + APPLY_GRACE_S if scenario.timeout_s else None
 
 
 def pod_variables() -> dict[str, str]:
@@ -110,7 +143,8 @@ def pod_plan(scenario: Scenario, run_id: str) -> Plan:
 
 
 def default_name(scenario_name: str, run_id: str) -> str:
-    return f"{k8s_name(scenario_name)[:55]}-{run_id[-6:]}"
+    """The scenario's name made a KubeRay RayJob name, with the run id's end: never reused."""
+    return rayjob_name(scenario_name, run_id)
 
 
 def manifest_for(scenario: Scenario, plan: Plan, name: str) -> dict[str, Any]:
@@ -120,7 +154,7 @@ def manifest_for(scenario: Scenario, plan: Plan, name: str) -> dict[str, Any]:
         nodes=scenario.nodes,
         devices_per_node=scenario.devices_per_node,
         device=scenario.profile,
-        settings=scenario.kuberay.model_dump(),
+        settings=scenario.kuberay.as_settings(),
         timeout_s=scenario.timeout_s,
     )
 
@@ -135,8 +169,8 @@ def prepare_run_dir(
     run_id: str,
 ) -> RunDir:
     """The run directory of the job, before it is submitted (what ``workbook run`` writes)."""
+    from workbook.core.serialization import dump_yaml, load_yaml_text
     from workbook.launch.leftovers import owner_record
-    from workbook.serialization import dump_yaml, load_yaml_text
 
     root = Path(runs_root).resolve()
     rd = RunDir.create(root, scenario.name, run_id)
@@ -149,7 +183,7 @@ def prepare_run_dir(
         + manifest["spec"]["entrypoint"]
         + "\n",
     )
-    write_redacted(rd.path / "rayjob.yaml", manifest_yaml(manifest))
+    write_redacted(rd.path / RAYJOB_FILE, manifest_yaml(manifest))
     rd.update_run(**{
         "run_id": run_id, "scenario": scenario.name, "scenario_file": str(params),
         "status": "prepared", "launcher": "kuberay", "profile": scenario.profile,
@@ -164,10 +198,13 @@ def prepare_run_dir(
     return rd
 
 
-def follow(manifest: dict[str, Any], rd: RunDir) -> Outcome:
+def follow(manifest: dict[str, Any], rd: RunDir, *, deadline_s: float | None = None,
+           on_interrupt: str = "delete") -> Outcome:
     """Submit, wait for the end, and put the job's log into run.log; how the job ended.
 
-    Without a log, run.log holds one line saying why (the report's log tail shows it).
+    Without a log, run.log holds one line saying why (the report's log tail shows it). Past
+    ``deadline_s`` or on Ctrl-C the job is deleted (or suspended) and the run is a timeout or
+    stopped; the log it wrote so far is still fetched when the cluster has it.
     """
     name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
     started, t0 = now_iso(), time.monotonic()
@@ -175,7 +212,12 @@ def follow(manifest: dict[str, Any], rd: RunDir) -> Outcome:
     word, code, message = "failed", None, ""
     details: dict[str, Any] = {}
     try:
-        status = kubectl.apply(manifest, on_status=_show(manifest))
+        try:
+            status = kubectl.apply(manifest, on_status=_show(manifest), deadline_s=deadline_s,
+                                   on_interrupt=on_interrupt)
+        except KeyboardInterrupt:
+            status = {"jobStatus": "STOPPED", "message": f"stopped by the user (Ctrl-C); the "
+                      f"RayJob was {'suspended' if on_interrupt == 'suspend' else 'deleted'}"}
         word, code, message = kubectl.job_outcome(status)
         details["rayjob"] = status
         text, details["log_source"] = kubectl.job_log(
@@ -194,8 +236,8 @@ def conclude(scenario: Scenario, params: Path, sets: list[str], plan: Plan, rd: 
              outcome: Outcome) -> int:
     """Record the outcome, judge, report; print the verdict and the run directory last."""
     from workbook.checks.verdict import exit_code_of
-    from workbook.pipeline import Run, record_outcome
-    from workbook.pipeline import finish as finish_run
+    from workbook.run.steps import Run, record_outcome
+    from workbook.run.steps import finish as finish_run
 
     record_outcome(Run(scenario, params, rd, plan, list(sets)), outcome)
     done = finish_run(rd.path, announce=False)

@@ -8,9 +8,9 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from workbook.core.layout import RUN_FILES, RunDir, default_root, is_run_dir
 from workbook.errors import InputError
 from workbook.launch.leftovers import ACTIVE
-from workbook.runs import RUN_FILES, RunDir, default_root, is_run_dir
 
 REPORT_EPILOG = """examples:
   workbook report runs/gspo-tiny-1n1cpu-fsdp2-vllm/20261129T181829Z-1a2b3c

@@ -6,22 +6,37 @@ import argparse
 import sys
 from pathlib import Path
 
+from workbook.core.layout import RunDir, default_root
+from workbook.core.project import find_scenario
 from workbook.errors import EXIT_RUN_FAILED
 from workbook.params.schema import Scenario
-from workbook.project import find_scenario
-from workbook.runs import RunDir, default_root
 
 
 def add_scenario_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("params", type=Path, help="scenario YAML file under params/")
     p.add_argument("-s", "--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a field (repeatable; later wins; overrides+=K=V appends a raw Hydra override)")
+    p.add_argument("--verl", type=Path, default=None, metavar="PATH",
+                   help="the verl checkout under test (its repository root): the run imports "
+                   "verl from it (same as -s verl.path=PATH)")
+
+
+def scenario_sets(args: argparse.Namespace) -> list[str]:
+    """``-s`` overrides, with ``--verl PATH`` as the last (an absolute path: it was typed here)."""
+    sets = list(args.sets)
+    if getattr(args, "verl", None) is not None:
+        sets.append(f"verl.path={args.verl.expanduser().resolve()}")
+    return sets
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     v = sub.add_parser("validate", help="check a scenario before launch (exit 2 on any problem)",
                        epilog="example: workbook validate params/gspo-tiny-1n1cpu-fsdp2-vllm.yaml -s clip_ratio_high=6e-4")
     add_scenario_args(v)
+    v.add_argument("--where", choices=("here", "runner"), default=None,
+                   help="whose paths the scenario's are: this machine's (default; model, data "
+                   "and verl checkout must exist) or the runner's that will run it "
+                   "(default $WORKBOOK_WHERE)")
     v.set_defaults(handler=validate)
 
     p = sub.add_parser("plan", help="print the exact verl command of a scenario",
@@ -45,21 +60,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def validate(args: argparse.Namespace) -> int:
-    from workbook.params import validate_scenario
-    from workbook.pipeline import ensure_profile_ready
+    from workbook.run.steps import ensure_profile_ready
+    from workbook.scenario import validate_scenario
 
-    args.params = find_scenario(args.params)
+    args.params, args.sets = find_scenario(args.params), scenario_sets(args)
     ensure_profile_ready(args.params, args.sets)
-    s = validate_scenario(args.params, args.sets)
+    s = validate_scenario(args.params, args.sets, where=args.where)
     print_warnings(s, args.params)
     print(f"{args.params}: scenario '{s.name}' is valid ({s.profile}, {s.launcher}, "
-          f"{s.nodes}x{s.devices_per_node} devices, {s.total_training_steps} steps)")
+          f"{s.nodes}x{s.devices_per_node} devices, {s.total_training_steps} steps"
+          f"{', verl from ' + s.verl.path if s.verl.path else ''})")
     return 0
 
 
 def print_warnings(s: Scenario, params_file: Path) -> None:
     """Settings that are valid but will not act, on stderr (validation still passes)."""
-    from workbook.params import scenario_warnings
+    from workbook.scenario import scenario_warnings
 
     for field, message in scenario_warnings(s, Path(params_file).resolve().parent):
         print(f"warning: {field}: {message}", file=sys.stderr)
@@ -67,10 +83,10 @@ def print_warnings(s: Scenario, params_file: Path) -> None:
 
 def plan(args: argparse.Namespace) -> int:
     from workbook.command import as_json, as_shell
-    from workbook.params import load_scenario
-    from workbook.pipeline import plan_for
+    from workbook.run.steps import plan_for
+    from workbook.scenario import load_scenario
 
-    s = load_scenario(find_scenario(args.params), args.sets, check_files=False)
+    s = load_scenario(find_scenario(args.params), scenario_sets(args), check_files=False)
     run_dir = args.run_dir or default_root().resolve() / s.name / "<run_id>"
     p = plan_for(s, Path(run_dir))
     sys.stdout.write(as_json(p) if args.format == "json" else as_shell(p))
@@ -78,13 +94,13 @@ def plan(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbook.execution import execute_run
-    from workbook.params import validate_scenario
-    from workbook.pipeline import ensure_profile_ready
+    from workbook.run.driver import execute_run
+    from workbook.run.steps import ensure_profile_ready
+    from workbook.scenario import validate_scenario
 
-    params = find_scenario(args.params)
+    params, args.sets = find_scenario(args.params), scenario_sets(args)
     ensure_profile_ready(params, args.sets)
-    s = validate_scenario(params, args.sets)  # nothing is created before this passes
+    s = validate_scenario(params, args.sets, where="here")  # nothing is created before this passes
     print_warnings(s, params)
     root = (args.runs or default_root()).resolve()
     if args.run_dir:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
-from workbook import terminal
-from workbook.runs import default_root
+from workbook.cli import terminal
+from workbook.core.layout import default_root
 
 EPILOG = """examples:
   workbook suite validate params/suites/nightly-npu-a2.txt
@@ -36,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "<runs>/suites/<suite>/<UTC date>, so a rerun the same day resumes)")
     run.add_argument("--runs", type=Path, help="runs root (default $WORKBOOK_RUNS or runs/)")
     run.add_argument("--echo", action="store_true", help="stream each run's log to the terminal")
+    run.add_argument("--verl", type=Path, help="the verl checkout every entry runs ($WORKBOOK_VERL)")
     run.set_defaults(handler=run_command)
     check = actions.add_parser("validate", help="validate every entry; nothing is launched")
     check.add_argument("suite", type=Path)
@@ -43,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def validate_command(args: argparse.Namespace) -> int:
-    from workbook.suite import validate_suite
+    from workbook.batch.suite import validate_suite
 
     entries = validate_suite(args.suite)  # every problem of every line and entry at once
     print(f"{args.suite}: {len(entries)} entries, all valid")
@@ -51,13 +53,15 @@ def validate_command(args: argparse.Namespace) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from workbook.batch.suite import run_suite
     from workbook.checks.junit import skipped_suite, verdict_suite, write_junit
     from workbook.checks.runner import check_path
     from workbook.report.index import write_index
     from workbook.report.summary import summarize
-    from workbook.suite import run_suite
 
     root = (args.runs or default_root()).resolve()
+    if args.verl:  # every entry, and the notebook each runs in, loads its scenario with it
+        os.environ["WORKBOOK_VERL"] = str(args.verl.expanduser().resolve())
 
     def started(directory: Path) -> None:
         args.started = True  # a surprise from here on is a failed suite (3), not bad input

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from workbook import terminal
-from workbook.project import find_scenario
-from workbook.runs import default_root
+from workbook.cli import terminal
+from workbook.core.layout import default_root
+from workbook.core.project import find_scenario
 
 EPILOG = """examples:
   workbook sweep params/gspo-tiny-1n1cpu-fsdp2-vllm.yaml --grid clip_ratio_high=4e-4,6e-4,8e-4
@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from workbook.sweep import plan_sweep, run_sweep
+    from workbook.batch.sweep import plan_sweep, run_sweep
 
     params = find_scenario(args.params)
     root = (args.runs or default_root()).resolve()

@@ -2,8 +2,9 @@
 
 Order of the Hydra overrides: the scenario's first-class fields, then its raw ``overrides:``
 in file order, then what the hardware profile needs (unless the scenario set that key), then
-the workbook's own sinks (file logger beside the console). Validation refuses a raw override that sets a key a first-class
-field owns, so each key appears once.
+the workbook's own sinks (file logger beside the console). Validation refuses a raw override
+that sets a key a first-class field owns, so each key appears once. A scenario naming a verl
+checkout (``verl.path``) gets it first on PYTHONPATH, so the command imports that checkout's verl.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from workbook import profiles
-from workbook.command import hydra
-from workbook.launch.outcome import Plan
+from workbook.command.plan import Plan
+from workbook.core.layout import ROLLOUTS_DIR
+from workbook.params import hydra
 from workbook.params.schema import Scenario
 
 ENTRY_MODULE = "verl.trainer.main_ppo"
@@ -23,7 +25,6 @@ RESERVED_KEYS = ("trainer.logger",)
 # verl 0.9.1's default (V1) trainer reads its rollout skip from here; the legacy trainer from
 # ``skip.rollout`` (which V1 accepts and ignores).
 ROLLOUT_SKIP = "skip.rollout_tq"
-ROLLOUTS_DIR = "rollouts"  # inside the run directory
 # Environment variables that hold lists: a scenario's value is added to the profile's, not
 # put in its place (the cpu profile needs its own entries there).
 LIST_ENV = {"PYTHONPATH": ":", "VERL_USE_EXTERNAL_MODULES": ","}
@@ -155,8 +156,16 @@ def build_plan(
     for key, value in s.env.items():
         text, sep = _env_value(value), LIST_ENV.get(key)
         env[key] = f"{env[key]}{sep}{text}" if sep and env.get(key) and text else text
+    if s.verl.path:
+        env["PYTHONPATH"] = verl_pythonpath(s.verl.path, env.get("PYTHONPATH", ""))
     env["VERL_FILE_LOGGER_PATH"] = str(run_dir / "metrics.jsonl")
     return Plan(argv=[python, "-m", ENTRY_MODULE, *overrides], env=env)
+
+
+def verl_pythonpath(checkout: str, rest: str = "") -> str:
+    """PYTHONPATH with the verl checkout first: ``import verl`` finds the checkout's, ahead of
+    any verl installed in the image (verl's own jobs get the same by running from its root)."""
+    return ":".join(p for p in (checkout, rest) if p)
 
 
 def _env_value(v: object) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 
-from workbook.launch.outcome import Plan
+from workbook.command.plan import Plan
 
 
 def as_shell(plan: Plan) -> str:

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from workbook.command.builder import ray_temp_dir
+from workbook.core.layout import RUN_FILES
 from workbook.launch import processes
 from workbook.launch.ray_client import TERMINAL_STATUSES
-from workbook.runs import RUN_FILES
 
 ACTIVE = ("prepared", "running")
 

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import IO
 
 from workbook.command.builder import ray_temp_dir
+from workbook.command.plan import Plan
+from workbook.core.layout import RunDir, now_iso
 from workbook.launch import processes
 from workbook.launch.leftovers import owner_record
-from workbook.launch.outcome import LineSink, Outcome, Plan, stop_requested
-from workbook.runs import RunDir, now_iso
+from workbook.launch.outcome import LineSink, Outcome, stop_requested
 
 
 def child_env(plan: Plan, base: dict[str, str] | None = None) -> dict[str, str]:

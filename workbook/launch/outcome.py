@@ -14,17 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-STOP_FILE = "stop.request"
+from workbook.core.layout import STOP_FILE
 
 LineSink = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Plan:
-    """The exact command of a run: argv (no shell) and the environment it adds."""
-
-    argv: list[str]
-    env: dict[str, str]
 
 
 @dataclass

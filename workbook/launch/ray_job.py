@@ -30,14 +30,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from workbook.command.plan import Plan
+from workbook.core import project
+from workbook.core.layout import RunDir, now_iso
 from workbook.errors import LaunchError
 from workbook.launch import ray_client
 from workbook.launch.cluster.state import load_state
 from workbook.launch.job_log import LineLog, follow_log
 from workbook.launch.leftovers import owner_record
-from workbook.launch.outcome import LineSink, Outcome, Plan, stop_requested
+from workbook.launch.outcome import LineSink, Outcome, stop_requested
 from workbook.launch.ray_nodes import local_addresses
-from workbook.runs import RunDir, now_iso
 
 # Never forwarded into the job: the token would show in the job's runtime env, and the job
 # supervisor sets RAY_ADDRESS for the driver itself.
@@ -77,7 +79,7 @@ def workbook_modules(env: Mapping[str, str]) -> list[str]:
     node's ``importlib.metadata`` finds them. (vLLM's general-plugin entry point needs the
     workbook *installed* on the image; py_modules cannot carry entry points.)
     """
-    modules = [str(Path(__file__).resolve().parents[1])]  # the workbook package directory
+    modules = [str(project.PACKAGE_DIR)]  # the workbook package directory
     for entry in env.get("PYTHONPATH", "").split(":"):
         if entry and Path(entry).is_dir():
             modules += sorted(str(p) for p in Path(entry).glob("vllm-*.dist-info"))

@@ -30,6 +30,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workbook.core.layout import RUN_FILES, RunDir
+from workbook.core.serialization import load_yaml
 from workbook.metrics.console import clean, ray_prefix, strip_prefix
 from workbook.metrics.failures import (
     CONFIG_FRAME_RE,
@@ -48,8 +50,6 @@ from workbook.metrics.loading import input_kind, is_jsonl_file, load_metrics
 from workbook.metrics.model import RunMetrics
 from workbook.metrics.progress import PROGRESS_RE
 from workbook.metrics.rows import find_row
-from workbook.runs import RUN_FILES, RunDir
-from workbook.serialization import load_yaml
 
 STATUSES = ("succeeded", "failed", "incomplete", "stopped")
 STOP_STATUSES = ("stopped", "timeout")

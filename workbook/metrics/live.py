@@ -19,12 +19,12 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Protocol
 
+from workbook.core.layout import RUN_FILES
 from workbook.metrics.console import ConsoleParser
 from workbook.metrics.jsonl import JsonlParser, looks_like_jsonl
 from workbook.metrics.lines import LineSplitter
 from workbook.metrics.model import RunMetrics
 from workbook.metrics.rows import StepLine
-from workbook.runs import RUN_FILES
 
 StepUpdate = tuple[int, dict[str, float]]
 JSONL_SOURCE = RUN_FILES["metrics"]

@@ -20,12 +20,12 @@ from itertools import chain
 from pathlib import Path
 from typing import Literal
 
+from workbook.core.layout import RUN_FILES
 from workbook.errors import MetricsError
 from workbook.metrics.console import read_console
 from workbook.metrics.jsonl import looks_like_jsonl, read_jsonl
 from workbook.metrics.lines import iter_lines, not_regular, open_regular
 from workbook.metrics.model import RunMetrics
-from workbook.runs import RUN_FILES
 
 SNIFF_BYTES = 64 * 1024
 # A log is text: beyond this share of undecodable bytes and control characters it is binary.

@@ -1,32 +1,36 @@
 """Load a scenario: ``defaults:`` chain, then the file, then ``-s key=value`` overrides.
 
 Precedence is explicit and in this order: base files (earlier listed first) < the scenario
-file < overrides (CLI ``-s`` and notebook parameters, later wins). Mappings merge key by key;
+file < ``$WORKBOOK_VERL`` (``verl.path``) < overrides (CLI ``-s`` and notebook parameters, later
+wins). Mappings merge key by key;
 lists and scalars replace, except ``-s overrides+=KEY=VALUE`` which appends one raw override.
 Paths expand ``~``, ``${HOME}`` and ``${WORKBOOK_ASSETS}`` (the tiny CPU assets cache); a
-relative ``rollouts.replay`` is relative to the scenario file's folder, like ``checks.baseline``.
+relative ``rollouts.replay``, ``verl.path`` or ``data`` path is relative to the scenario file's
+folder, like ``checks.baseline`` (``data.script`` is relative to the verl checkout).
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from workbook.core.project import params_dir, root
+from workbook.core.quoting import cut, short
+from workbook.core.serialization import load_yaml, parse_scalar
 from workbook.errors import InputError, ParamsError
-from workbook.project import params_dir, root
-from workbook.quoting import cut, short
-from workbook.serialization import load_yaml, parse_scalar
 
+VERL_ENV = "WORKBOOK_VERL"  # a verl checkout every scenario loaded here runs (`--verl` of a suite)
 PATH_FIELDS = ("model_path", "critic_model_path", "train_files", "val_files")
 _VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 
 
 def assets_dir() -> Path:
     """Where ``workbook assets`` builds the tiny model and data (``${WORKBOOK_ASSETS}`` in files)."""
-    from workbook.assets import ASSETS_VERSION, default_cache_dir
+    from workbook.profiles.cpu.assets import ASSETS_VERSION, default_cache_dir
 
     return default_cache_dir().resolve() / f"v{ASSETS_VERSION}"
 
@@ -164,11 +168,25 @@ def apply_sets(data: dict[str, Any], sets: Iterable[str]) -> tuple[dict[str, Any
     return out, problems
 
 
-def expand_paths(data: dict[str, Any], variables: Mapping[str, str]) -> dict[str, Any]:
+# Paths inside sections: ``(section, key)``; a relative one is relative to the scenario's folder
+# (except ``data.script``, which is relative to the verl checkout, as verl's jobs run it).
+SECTION_PATHS = (("verl", "path"), ("data", "script"), ("data", "local_dataset_path"),
+                 ("data", "local_save_dir"))
+
+
+def expand_paths(data: dict[str, Any], variables: Mapping[str, str],
+                 folder: Path | None = None) -> dict[str, Any]:
     out = dict(data)
     for name in PATH_FIELDS:
         if isinstance(out.get(name), str):
             out[name] = expand(out[name], variables)
+    for section, key in SECTION_PATHS:
+        inner = out.get(section)
+        if isinstance(inner, dict) and isinstance(inner.get(key), str) and inner[key]:
+            inner = out[section] = dict(inner)
+            value = expand(inner[key], variables)
+            relative = not value.startswith(("/", "$")) and (section, key) != ("data", "script")
+            inner[key] = str(folder / value) if relative and folder is not None else value
     if isinstance(out.get("overrides"), list):
         out["overrides"] = [expand(str(o), variables) if isinstance(o, str) else o for o in out["overrides"]]
     return out
@@ -187,8 +205,12 @@ def resolve(
     for layer in read_layers(path):
         data = merge(data, layer)
     data.setdefault("name", Path(path).stem)
+    checkout = os.environ.get(VERL_ENV, "").strip()
+    if checkout:  # `suite run --verl PATH`: above the files, below -s
+        verl = data.get("verl")
+        data["verl"] = {**(verl if isinstance(verl, dict) else {}), "path": checkout}
     data, problems = apply_sets(data, sets)
-    data = expand_paths(data, {**path_variables(), **(variables or {})})
+    data = expand_paths(data, {**path_variables(), **(variables or {})}, Path(path).resolve().parent)
     rollouts = data.get("rollouts")
     if isinstance(rollouts, dict) and isinstance(rollouts.get("replay"), str):
         replay = Path(expand(rollouts["replay"], path_variables()))

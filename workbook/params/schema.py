@@ -3,6 +3,8 @@
 A scenario is flat on purpose: the fields people tweak (clip ratios, batch sizes, steps) are
 top-level keys, so ``-s clip_ratio_high=6e-4`` and a notebook parameter name the same thing.
 Anything else verl accepts goes into ``overrides:`` as raw Hydra ``key=value`` strings.
+(The Kubernetes pod-template objects of the ``kuberay:`` section are typed beside it, in
+:mod:`workbook.params.pod_template`.)
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import annotated_types
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
-from workbook.quoting import cut, short
+from workbook.core.quoting import cut, short
+from workbook.params.pod_template import DeletionRule, PodSettings
 
 Profile = Literal["npu", "cuda", "cpu"]
 LauncherName = Literal["local", "ray"]
@@ -91,11 +94,24 @@ class RolloutSettings(_Strict):
         return bool(self.replay) or self.record
 
 
-class KubeRaySettings(_Strict):
-    """How ``workbook rayjob`` sizes the RayJob's pods."""
+# An extended resource name (``huawei.com/ascend-1980``): a DNS subdomain prefix, then a name.
+RESOURCE_NAME = (r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/"
+                 r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
-    image: str | None = None
-    namespace: str = "default"
+
+class KubeRaySettings(_Strict):
+    """How ``workbook rayjob`` builds the RayJob: pods, devices, cleanup (see the manifest module).
+
+    ``image`` is required there (no CPU fallback image without verl); ``device_resource`` is the
+    device plugin's resource name (default per profile: Huawei CCE's ``huawei.com/ascend-1980``;
+    MindCluster's device plugin advertises ``huawei.com/Ascend910``). ``pod`` adds pod-template
+    fields to every Ray pod, ``worker_pod`` to the workers only (lists appended, maps merged),
+    ``submitter_pod`` to K8sJobMode's submitter pod.
+    """
+
+    image: str | None = Field(default=None, min_length=1)
+    namespace: str = Field(default="default", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+                           max_length=63)
     cpu: CpuRequest = 8
     memory: str = "32Gi"
     shared_memory: str = "16Gi"
@@ -104,7 +120,53 @@ class KubeRaySettings(_Strict):
     submission_mode: SubmissionMode = "K8sJobMode"
     shutdown_after_job_finishes: bool = True
     ttl_seconds_after_finished: int = Field(default=600, ge=0)
+    deletion_rules: list[DeletionRule] | None = Field(default=None, min_length=1)
     service_account: str | None = None
+    device_resource: str | None = Field(default=None, pattern=RESOURCE_NAME, max_length=253)
+    pod: PodSettings = Field(default_factory=PodSettings)
+    worker_pod: PodSettings = Field(default_factory=PodSettings)
+    submitter_pod: PodSettings = Field(default_factory=PodSettings)
+    on_interrupt: Literal["delete", "suspend"] = "delete"
+    apply_timeout_s: Seconds | None = None
+
+    def as_settings(self) -> dict[str, Any]:
+        """The settings the manifest builder takes: pod-template fields in Kubernetes spelling."""
+        out = self.model_dump(exclude={"pod", "worker_pod", "submitter_pod", "deletion_rules"})
+        out.update(pod=self.pod.as_k8s(), worker_pod=self.worker_pod.as_k8s(),
+                   submitter_pod=self.submitter_pod.as_k8s())
+        out["deletion_rules"] = [r.model_dump(by_alias=True, exclude_none=True)
+                                 for r in self.deletion_rules or []] or None
+        return out
+
+
+class VerlSettings(_Strict):
+    """The verl under test: ``path`` is a verl checkout (its repository root). The run imports
+    verl from it (put first on PYTHONPATH), validation composes that checkout's Hydra config,
+    and provenance records its commit. Unset: the verl installed where the run runs."""
+
+    path: str | None = Field(default=None, min_length=1)
+
+
+class DataSettings(_Strict):
+    """Data the run prepares before launch with verl's own preprocessing script.
+
+    ``script`` (relative to the verl checkout, as verl's jobs run it from the repo root, or
+    absolute) is run as ``python SCRIPT --local_dataset_path DATASET --local_save_dir SAVE_DIR
+    ARGS...``; ``outputs`` are the files it writes into ``local_save_dir``. It is skipped when
+    the outputs exist and the script, dataset and arguments are unchanged since it last ran.
+    """
+
+    script: str | None = Field(default=None, min_length=1)
+    local_dataset_path: str | None = Field(default=None, min_length=1)
+    local_save_dir: str | None = Field(default=None, min_length=1)
+    args: list[str] = Field(default_factory=list)
+    outputs: list[Annotated[str, Field(pattern=r"^[^/\x00]+$")]] = Field(
+        default_factory=lambda: ["train.parquet", "test.parquet"], min_length=1)
+    timeout_s: Seconds = 3600.0
+
+    @property
+    def enabled(self) -> bool:
+        return self.script is not None
 
 
 class Scenario(_Strict):
@@ -150,6 +212,8 @@ class Scenario(_Strict):
     ray: RaySettings = Field(default_factory=RaySettings)
     rollouts: RolloutSettings = Field(default_factory=RolloutSettings)
     kuberay: KubeRaySettings = Field(default_factory=KubeRaySettings)
+    verl: VerlSettings = Field(default_factory=VerlSettings)
+    data: DataSettings = Field(default_factory=DataSettings)
     checks: dict[str, Any] | None = None
 
     @property

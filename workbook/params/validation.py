@@ -7,11 +7,9 @@ Hydra config composed with the overrides (unknown keys, bad values).
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from workbook.command import hydra
+from workbook.core.quoting import cut
+from workbook.params import hydra
 from workbook.params.schema import Scenario
-from workbook.quoting import cut
 
 Problems = list[tuple[str, str]]
 
@@ -80,26 +78,6 @@ def micro_batches(s: Scenario) -> Problems:
     return p
 
 
-def raw_overrides(s: Scenario) -> Problems:
-    """Raw overrides must be ``key=value`` and must not fight a first-class field."""
-    from workbook.command.builder import owned_keys  # the builder imports the schema
-
-    p: Problems = []
-    owned = owned_keys(s)
-    for i, item in enumerate(s.overrides):
-        if "=" not in item and not item.startswith("~"):
-            p.append((f"overrides[{i}]", f"'{cut(item)}' is not a Hydra key=value override"))
-            continue
-        key = hydra.key_of(item)
-        if not key:
-            p.append((f"overrides[{i}]", f"'{cut(item)}' has no key: write key=value"))
-            continue
-        if key in owned:
-            p.append((f"overrides[{i}]", f"'{cut(key)}' is set by a first-class field or by the workbook; "
-                      "change that field instead"))
-    return p
-
-
 def ray_settings(s: Scenario) -> Problems:
     """A local cluster on demand is for the Ray launcher, instead of an address."""
     p: Problems = []
@@ -114,26 +92,6 @@ def ray_settings(s: Scenario) -> Problems:
     return p
 
 
-def rollouts(s: Scenario) -> Problems:
-    """A pinned rollout dump must exist and hold this scenario's geometry (else nothing replays)."""
-    from workbook.command.builder import dump_subdir
-
-    if not s.rollouts.replay:
-        return []
-    folder = Path(s.rollouts.replay)
-    if not folder.is_dir():
-        return [("rollouts.replay", f"no such rollout dump folder: {folder}")]
-    inner = folder / dump_subdir(s)
-    if not inner.is_dir():
-        found = sorted(str(p.relative_to(folder)) for p in folder.glob("*/*") if p.is_dir())
-        return [("rollouts.replay", f"{folder} holds no dump for this scenario's names and batch "
-                 f"shapes ({dump_subdir(s)}); it holds {', '.join(found) or 'nothing'}. Rollouts "
-                 "replay only into runs of the same experiment, project and shapes")]
-    return []
-
-
-# Rollout-skip settings a trainer accepts but never reads (measured with verl 0.9.1 on CPU:
-# no log line, no dump folder), and the keys that act instead.
 _INERT = {True: ("skip.rollout.", "skip.rollout_tq."), False: ("skip.rollout_tq.", "skip.rollout.")}
 
 
@@ -159,14 +117,48 @@ def ignored_settings(s: Scenario) -> Problems:
     return warnings
 
 
-def files(s: Scenario) -> Problems:
-    """On the ``cpu`` profile the model and data live here, so they must exist now."""
-    if s.profile != "cpu":
-        return []
+def data_section(s: Scenario) -> Problems:
+    """A ``data:`` section names what its script needs (checked wherever the run goes)."""
+    d = s.data
+    if not d.enabled:
+        unused = [k for k in ("local_dataset_path", "local_save_dir") if getattr(d, k)]
+        return [(f"data.{k}", "has no effect without data.script") for k in unused]
     p: Problems = []
-    for name in ("model_path", "train_files", "val_files", "critic_model_path"):
-        value = getattr(s, name)
-        if value and not Path(value).exists():
-            hint = " (run `workbook assets` to build the tiny CPU assets)" if "verl-workbook" in value else ""
-            p.append((name, f"no such file or folder: {value}{hint}"))
+    if not d.local_save_dir:
+        p.append(("data.local_save_dir", "required with data.script: where its outputs go"))
+    if not d.local_dataset_path:
+        p.append(("data.local_dataset_path", "required with data.script: the raw dataset on "
+                  "this machine (nothing is downloaded)"))
+    for i, arg in enumerate(d.args):
+        if arg.split("=", 1)[0] in ("--local_dataset_path", "--local_save_dir", "--local_dir"):
+            p.append((f"data.args[{i}]", f"{cut(arg)} is set by data.local_dataset_path / "
+                      "data.local_save_dir"))
+    return p
+
+
+def kuberay_settings(s: Scenario) -> Problems:
+    """What KubeRay itself would refuse, or the pods could not do, in the ``kuberay:`` section."""
+    k, p = s.kuberay, []
+    if k.deletion_rules and k.shutdown_after_job_finishes:
+        p.append(("kuberay.deletion_rules", "KubeRay refuses deletionRules together with "
+                  "shutdownAfterJobFinishes: set kuberay.shutdown_after_job_finishes: false"))
+    if k.on_interrupt == "suspend" and not k.shutdown_after_job_finishes:
+        p.append(("kuberay.on_interrupt", "KubeRay suspends only a RayJob with "
+                  "shutdownAfterJobFinishes: use delete, or keep shutdown_after_job_finishes"))
+    if k.submitter_pod.as_k8s() and k.submission_mode != "K8sJobMode":
+        p.append(("kuberay.submitter_pod", f"only K8sJobMode has a submitter pod (this is "
+                  f"{k.submission_mode})"))
+    for section, volumes in (("pod", k.pod.volumes), ("worker_pod", k.pod.volumes + k.worker_pod.volumes),
+                             ("submitter_pod", k.submitter_pod.volumes)):
+        pod = getattr(k, section)
+        known = {v.name for v in volumes} | ({"dshm"} if section != "submitter_pod" else set())
+        for i, mount in enumerate(pod.volume_mounts):
+            if mount.name not in known:
+                p.append((f"kuberay.{section}.volumeMounts[{i}]", f"names no volume "
+                          f"{mount.name!r}; its pods have {', '.join(sorted(known)) or 'none'}"))
+        if section == "worker_pod":
+            names = [v.name for v in volumes]
+            doubled = sorted({n for n in names if names.count(n) > 1} | ({"dshm"} & set(names)))
+            p += [(f"kuberay.{section}.volumes", f"volume {n!r} is already a volume of the pods")
+                  for n in doubled]
     return p

@@ -15,8 +15,17 @@ from typing import Any
 VERL_CONFIG_NAME = "ppo_trainer"
 
 
-def verl_config_dir() -> Path | None:
-    """verl's ``trainer/config`` folder, or None when verl is not installed here."""
+def checkout_config_dir(checkout: str | Path) -> Path:
+    """Where a verl checkout (its repository root) keeps the trainer's Hydra config."""
+    return Path(checkout) / "verl" / "trainer" / "config"
+
+
+def verl_config_dir(checkout: str | Path | None = None) -> Path | None:
+    """verl's ``trainer/config`` folder: the checkout's when given, else the installed verl's;
+    None when there is none."""
+    if checkout is not None:
+        path = checkout_config_dir(checkout)
+        return path if (path / f"{VERL_CONFIG_NAME}.yaml").is_file() else None
     spec = importlib.util.find_spec("verl")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -24,24 +33,22 @@ def verl_config_dir() -> Path | None:
     return path if (path / f"{VERL_CONFIG_NAME}.yaml").exists() else None
 
 
-def _compose(overrides: tuple[str, ...]) -> Any:
+def _compose(config_dir: Path, overrides: tuple[str, ...]) -> Any:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    config_dir = verl_config_dir()
-    assert config_dir is not None
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(config_dir), version_base=None):
         return compose(config_name=VERL_CONFIG_NAME, overrides=list(overrides))
 
 
 @lru_cache(maxsize=8)
-def _base_keys(groups: tuple[str, ...] = ()) -> frozenset[str]:
+def _base_keys(config_dir: Path, groups: tuple[str, ...] = ()) -> frozenset[str]:
     """Every key of verl's config, composed with the config-group choices ``groups``
     (``model_engine=megatron`` brings the ``megatron`` sections an FSDP config lacks)."""
     from omegaconf import OmegaConf
 
-    container = OmegaConf.to_container(_compose(groups), resolve=False)
+    container = OmegaConf.to_container(_compose(config_dir, groups), resolve=False)
     keys: set[str] = set()
 
     def walk(node: Any, prefix: str) -> None:
@@ -64,10 +71,9 @@ def _key_of(override: str) -> tuple[str, str]:
     return prefix, key
 
 
-def _is_group_choice(override: str) -> bool:
+def _is_group_choice(override: str, config_dir: Path) -> bool:
     """``model_engine=megatron``: a top-level choice of one of verl's config groups."""
     prefix, key = _key_of(override)
-    config_dir = verl_config_dir()
     return (not prefix and "=" in override and "." not in key and "@" not in key
             and config_dir is not None and (config_dir / key).is_dir())
 
@@ -77,23 +83,26 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def check_overrides(overrides: list[str]) -> list[tuple[str, str]]:
+def check_overrides(overrides: list[str], checkout: str | Path | None = None
+                    ) -> list[tuple[str, str]]:
     """Problems verl's Hydra config has with ``overrides``, one per offending override.
 
-    Returns ``[("verl", "verl is not installed here: ...")]``-free empty list when verl is
-    absent: the caller decides whether that is a problem.
+    The config is the ``checkout``'s (a verl repository root) when given, else the installed
+    verl's. Returns an empty list when there is no config to compose (verl not installed; a
+    missing checkout is the caller's problem to report): the caller decides.
     """
-    if verl_config_dir() is None:
+    config_dir = verl_config_dir(checkout)
+    if config_dir is None:
         return []
-    groups = tuple(o for o in overrides if _is_group_choice(o))
-    known = _base_keys(groups)
+    groups = tuple(o for o in overrides if _is_group_choice(o, config_dir))
+    known = _base_keys(config_dir, groups)
     problems: list[tuple[str, str]] = []
     for item in overrides:
         prefix, key = _key_of(item)
         if "+" in prefix or key in known:
             continue
         try:  # group choices such as model_engine=megatron are not keys; let Hydra judge
-            _compose((*groups, item) if item not in groups else groups)
+            _compose(config_dir, (*groups, item) if item not in groups else groups)
             continue
         except Exception as exc:  # noqa: BLE001 - Hydra raises many types; we report them
             hint = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
@@ -103,7 +112,7 @@ def check_overrides(overrides: list[str]) -> list[tuple[str, str]]:
     if problems:
         return problems
     try:
-        _compose(tuple(overrides))
+        _compose(config_dir, tuple(overrides))
     except Exception as exc:  # noqa: BLE001
         problems.append(("overrides", f"verl's Hydra config rejects the overrides: {_first_line(exc)}"))
     return problems

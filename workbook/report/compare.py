@@ -23,14 +23,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbook.core.layout import (
+    COMPARISON_FILE,
+    COMPARISON_PAGE,
+    COMPARISONS_DIR,
+    RUN_FILES,
+    SWEEP_FILE,
+    new_run_id,
+    write_json,
+)
 from workbook.plots.panels import overlay
 from workbook.report.sections import Section
 from workbook.report.view import RunView, load_view
-from workbook.runs import RUN_FILES, new_run_id, write_json
-from workbook.sweep import SWEEP_FILE
 
-COMPARISON_FILE = "comparison.json"
-PAGE = "comparison.html"
 CURVES = (
     ("actor/pg_clipfrac", "clip fraction"), ("actor/pg_loss", "policy loss"),
     ("actor/ppo_kl", "KL to the rollout policy"), ("actor/grad_norm", "gradient norm"),
@@ -52,7 +57,7 @@ class Comparison:
 
     def _repr_html_(self) -> str:
         return (f"<p>Comparing {len(self.runs)} runs; the page goes to "
-                f"<code>{_e(str(self.folder / PAGE))}</code></p>")
+                f"<code>{_e(str(self.folder / COMPARISON_PAGE))}</code></p>")
 
 
 def prepare(runs: list[str] | None = None, sweep: str = "", out: str = "") -> Comparison:
@@ -91,7 +96,7 @@ def load(folder: Path) -> Comparison:
 
 def table(comparison: Any) -> Section:
     """One row per run: clip ratios, window means, step time, verdict; differences to the first."""
-    c = _comparison(comparison)
+    c = comparison_of(comparison)
     lo, hi = c.window or (None, None)
     window = f"steps {lo}-{hi}" if c.window else "every step after the first"
     head = ("run", "clip ratio low / high", f"clip fraction ({window})", "Δ vs first",
@@ -124,7 +129,7 @@ def table(comparison: Any) -> Section:
 
 def curves(comparison: Any) -> Section:
     """Each metric of every run on one axis; replayed steps shaded."""
-    c = _comparison(comparison)
+    c = comparison_of(comparison)
     named = list(zip(c.labels, (v.metrics for v in c.runs), strict=False))
     replayed = sorted(set.intersection(*(set(_replayed(v)) for v in c.runs))) if c.runs else []
     figures = []
@@ -156,22 +161,8 @@ def summary_numbers(view: RunView, window: tuple[int, int] | None) -> dict[str, 
             "replayed": len(set(chosen) & set(_replayed(view)))}
 
 
-def finish(comparison: Any) -> Path:
-    """Render ``comparison.html`` and refresh the runs index; returns the page (printed too)."""
-    import sys
-
-    from workbook.report.index import write_index
-    from workbook.report.render import render_comparison
-    from workbook.runs import default_root
-
-    c = _comparison(comparison)
-    page = render_comparison(c.folder)
-    write_index(_runs_root(c) or default_root())
-    print(f"workbook: comparison {page}", file=sys.__stderr__, flush=True)
-    return page
-
-
-def _comparison(value: Any) -> Comparison:
+def comparison_of(value: Any) -> Comparison:
+    """A comparison, or the one recorded in a folder."""
     return value if isinstance(value, Comparison) else load(Path(value))
 
 
@@ -193,12 +184,12 @@ def _replayed(view: RunView) -> list[int]:
 
 
 def _new_folder() -> Path:
-    from workbook.runs import default_root
+    from workbook.core.layout import default_root
 
-    return default_root() / "comparisons" / new_run_id()
+    return default_root() / COMPARISONS_DIR / new_run_id()
 
 
-def _runs_root(c: Comparison) -> Path | None:
+def runs_root_of(c: Comparison) -> Path | None:
     roots = {str(v.run.get("runs_root")) for v in c.runs if v.run.get("runs_root")}
     return Path(roots.pop()) if len(roots) == 1 else None
 

@@ -18,17 +18,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
 
+from workbook.core.layout import (
+    COMPARISON_PAGE,
+    INDEX,
+    RUN_FILES,
+    SUITE_FILE,
+    TREND_CACHE,
+    write_atomic,
+)
 from workbook.plots.trends import trend_chart
-from workbook.report.compare import PAGE as COMPARISON_PAGE
 from workbook.report.page import page
 from workbook.report.summary import HEADLINES, RunSummary, RunTree, scan, summarize
 from workbook.report.view import date_text, duration_text
-from workbook.runs import RUN_FILES, write_atomic
-from workbook.suite import SUITE_FILE
 
 _e = html.escape
-INDEX = "index.html"
-TREND_CACHE = ".trends"  # charts by content hash: a refresh redraws only scenarios that changed
 
 FILTER_JS = """
 function wbFilter(){var s=document.getElementById('f-scenario').value,

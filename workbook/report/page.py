@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import re
 
-from workbook.report.redaction import redact_text
+from workbook.core.redaction import redact_text
 
 _EXTERNAL = re.compile(
     r'<script\b[^>]*\bsrc=["\']?https?:[^>]*>\s*</script>|<link\b[^>]*href=["\']?https?:[^>]*>',

@@ -24,11 +24,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workbook.core import redaction
+from workbook.core.layout import INDEX, RUN_FILES, SUITE_FILE, write_atomic
 from workbook.errors import InputError
-from workbook.report import redaction
-from workbook.report.index import INDEX, write_index
-from workbook.runs import RUN_FILES, write_atomic
-from workbook.suite import SUITE_FILE
+from workbook.report.index import write_index
 
 # What a run contributes to the site (each redacted); nothing else of a run directory leaves it.
 PUBLISHED_FILES = ("report", "run", "checks", "params", "command_json", "command_sh", "metrics",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,12 +29,21 @@ from typing import Any
 import nbformat
 from nbconvert import HTMLExporter
 
-from workbook.project import notebook as project_notebook
-from workbook.project import run_notebook
+from workbook.core.layout import (
+    COMPARISON_FILE,
+    COMPARISON_NOTEBOOK,
+    COMPARISON_PAGE,
+    RUN_FILES,
+    default_root,
+    write_atomic,
+    write_redacted,
+)
+from workbook.core.project import notebook as project_notebook
+from workbook.core.project import run_notebook
+from workbook.core.redaction import redact_mapping
 from workbook.report import compare, sections
+from workbook.report.index import write_index
 from workbook.report.page import page
-from workbook.report.redaction import redact_mapping
-from workbook.runs import RUN_FILES, write_atomic, write_redacted
 
 REPORT_TAG, BANNER_TAG = "report", "banner"
 # parameters carry paths and maybe secrets; notebook-only cells narrate the interactive steps
@@ -76,11 +86,20 @@ def render_comparison(folder: Path) -> Path:
     """Write ``comparison.html`` (and ``comparison.ipynb`` if missing) into a comparison folder."""
     folder = Path(folder)
     notebook = executed_notebook(project_notebook("compare"), folder,
-                                 json.loads((folder / compare.COMPARISON_FILE).read_text()))
-    if not (folder / "comparison.ipynb").exists():
-        write_redacted(folder / "comparison.ipynb", nbformat.writes(notebook) + "\n")
-    return write_atomic(folder / compare.PAGE,
+                                 json.loads((folder / COMPARISON_FILE).read_text()))
+    if not (folder / COMPARISON_NOTEBOOK).exists():
+        write_redacted(folder / COMPARISON_NOTEBOOK, nbformat.writes(notebook) + "\n")
+    return write_atomic(folder / COMPARISON_PAGE,
                         page(f"comparison · {folder.name}", notebook_body(notebook)))
+
+
+def finish_comparison(comparison: Any) -> Path:
+    """Render ``comparison.html`` and refresh the runs index; returns the page (printed too)."""
+    c = compare.comparison_of(comparison)
+    rendered = render_comparison(c.folder)
+    write_index(compare.runs_root_of(c) or default_root())
+    print(f"workbook: comparison {rendered}", file=sys.__stderr__, flush=True)
+    return rendered
 
 
 def template_of(run: dict[str, Any]) -> Path | None:

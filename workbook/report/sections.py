@@ -1,6 +1,6 @@
 """What the notebook's report cells display, and what a report built without a notebook shows.
 
-Each function takes a run (a ``Run`` from ``workbook.pipeline``, a ``RunDir``, or a path) and
+Each function takes a run (a ``Run`` from ``workbook.run.steps``, a ``RunDir``, or a path) and
 returns a :class:`Section`: HTML with ``_repr_html_``, so a notebook cell that ends with the call
 displays it, and :func:`workbook.report.render.render_report` can build the same page straight
 from the run directory when the notebook crashed. Images are inline base64 PNGs: the report is

@@ -15,11 +15,10 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from workbook.core.layout import RUN_FILES, SUMMARY_CACHE, is_run_dir, write_atomic
 from workbook.metrics.model import RunMetrics
 from workbook.report.view import finite_number, load_view
-from workbook.runs import RUN_FILES, is_run_dir, write_atomic
 
-CACHE = ".summary.json"
 CACHE_VERSION = 1
 SOURCES = ("run", "checks", "metrics", "log", "report")
 # headline number -> the metrics it is read from (first present wins) and its unit
@@ -102,7 +101,7 @@ def summarize(run_dir: Path, *, cache_it: bool = True) -> RunSummary:
     chose; the cache names the machine's absolute paths)."""
     run_dir = Path(run_dir)
     signature = _signature(run_dir)
-    cache = run_dir / CACHE
+    cache = run_dir / SUMMARY_CACHE
     try:
         cached = json.loads(cache.read_text(encoding="utf-8"))
         if cached.get("signature") == signature and cached.get("version") == CACHE_VERSION:

@@ -3,7 +3,7 @@
 Reports must render for any run, including one that crashed before writing half its files, so
 each reader here tolerates a missing or broken file and falls back to what is there. The
 verdict comes from ``checks.json`` when the run was judged, else from ``run.json``, else from the
-run's status. Everything a page shows passes through :mod:`workbook.report.redaction` here, once.
+run's status. Everything a page shows passes through :mod:`workbook.core.redaction` here, once.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from workbook.core.layout import RUN_FILES
+from workbook.core.redaction import LineRedactor, form_of, redact_document, redact_mapping
 from workbook.errors import MetricsError
 from workbook.metrics import progress
 from workbook.metrics.console import ANSI_RE
 from workbook.metrics.model import RunMetrics
 from workbook.plots.panels import Band
-from workbook.report.redaction import LineRedactor, form_of, redact_document, redact_mapping
-from workbook.runs import RUN_FILES
 
 VERDICTS = ("passed", "regressed", "failed", "stopped")
 FAILED_STATUSES = ("failed", "timeout")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
+from workbook.core.layout import now_iso
 from workbook.errors import InputError, LaunchError
 from workbook.launch import ray_client
 from workbook.launch.cluster import probe
@@ -29,7 +30,6 @@ from workbook.launch.cluster.state import (
 )
 from workbook.launch.processes import KILL_GRACE_S, cluster_processes, stop_processes
 from workbook.launch.ray_nodes import node_ports, ray_executable, start_command
-from workbook.runs import now_iso
 
 STARTUP_TIMEOUT_S = 120.0
 START_ATTEMPTS = 3

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from workbook.core.layout import CLUSTER_FILE
 from workbook.launch.cluster import probe
 from workbook.launch.cluster.lifecycle import down, up
 from workbook.launch.cluster.state import ClusterState, load_state, temp_dir_for
@@ -36,7 +37,7 @@ def on_demand(scenario: Any, run_dir: Any) -> Iterator[str | None]:
     if shared is not None and matches(shared, shape) and probe.alive(shared):
         yield shared.dashboard_url
         return
-    state_file = Path(run_dir.path) / "cluster.json"
+    state_file = Path(run_dir.path) / CLUSTER_FILE
     run_dir.update_run(local_cluster={"state_file": str(state_file),
                                       "temp_dir": str(temp_dir_for(state_file))})
     try:

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbook.core.layout import write_atomic
 from workbook.errors import InputError
-from workbook.runs import write_atomic
 
 
 def default_state_file() -> Path:

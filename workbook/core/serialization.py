@@ -20,9 +20,9 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from workbook.core.quoting import cut, short
+from workbook.core.textfile import MAX_BYTES, read_text
 from workbook.errors import InputError
-from workbook.quoting import cut, short
-from workbook.textfile import MAX_BYTES, read_text
 
 MAX_NODES = 10_000  # values, aliases expanded (a scenario has about a hundred)
 MAX_DEPTH = 64

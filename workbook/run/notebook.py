@@ -17,12 +17,12 @@ from typing import Any
 import papermill
 from papermill.exceptions import PapermillExecutionError
 
+from workbook.core import project
+from workbook.core.layout import COMPARISON_NOTEBOOK, COMPARISON_PAGE, RUN_FILES
+from workbook.core.redaction import redact_file, redact_text
 from workbook.errors import InputError, RunFailed
-from workbook.report.redaction import redact_file, redact_text
-from workbook.runs import RUN_FILES
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = REPO_ROOT / "notebooks"
+REPO_ROOT = project.root()
 
 
 def execute(
@@ -70,17 +70,17 @@ def execute(
 def execute_comparison(parameters: dict[str, Any], folder: Path) -> Path:
     """Run ``notebooks/compare.ipynb`` into ``folder`` (``comparison.ipynb``); its last cell
     renders ``comparison.html`` there. Returns the page."""
-    from workbook.project import notebook
+    from workbook.core.project import notebook
 
     folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "comparison.ipynb"
+    out = folder / COMPARISON_NOTEBOOK
     try:
         papermill.execute_notebook(str(notebook("compare")), str(out), parameters=parameters,
                                    progress_bar=False, log_output=False)
     except PapermillExecutionError as exc:
         raise RunFailed(f"{out}: cell {exc.exec_count} raised {exc.ename}: "
                         f"{redact_text(str(exc.evalue))}") from None
-    return folder / "comparison.html"
+    return folder / COMPARISON_PAGE
 
 
 def declared_parameters(template: Path) -> dict[str, Any]:

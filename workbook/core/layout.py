@@ -13,7 +13,7 @@
 Run ids sort by start time: ``20261129T181829Z-1a2b3c``. Every file here but ``run.log`` and
 ``metrics.jsonl`` (the run's raw output) leaves the machine in reports, JUnit and the published
 site, so it is written through one guard: :func:`write_json` for JSON, :func:`write_redacted`
-for any other form, both redacted by :mod:`workbook.report.redaction` and atomic.
+for any other form, both redacted by :mod:`workbook.core.redaction` and atomic.
 """
 
 from __future__ import annotations
@@ -25,11 +25,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from workbook.atomic import write_atomic
-from workbook.report.redaction import dump_json, form_of, redact_document
+from workbook.core.atomic import write_atomic
+from workbook.core.redaction import dump_json, form_of, redact_document
 
-__all__ = ["RUN_FILES", "RunDir", "default_root", "is_run_dir", "new_run_id", "now_iso",
-           "write_atomic", "write_json", "write_redacted"]
+__all__ = ["CLUSTER_FILE", "COMPARISONS_DIR", "COMPARISON_FILE", "COMPARISON_NOTEBOOK",
+           "COMPARISON_PAGE", "ERROR_LOG", "INDEX", "RAYJOB_FILE", "ROLLOUTS_DIR", "RUN_FILES",
+           "RunDir", "STOP_FILE", "SUITES_DIR", "SUITE_FILE", "SUMMARY_CACHE", "SWEEPS_DIR",
+           "SWEEP_FILE", "TREND_CACHE", "default_root", "is_run_dir", "lane_cluster_file",
+           "new_run_id", "now_iso", "write_atomic", "write_json", "write_redacted"]  # fmt: skip
 
 RUN_FILES = {
     "params": "params.resolved.yaml",
@@ -42,12 +45,35 @@ RUN_FILES = {
     "notebook": "notebook.ipynb",
     "report": "report.html",
 }
+# What else a run directory may hold, besides RUN_FILES.
+ERROR_LOG = "workbook-error.log"  # a workbook failure's traceback, kept with the run
+STOP_FILE = "stop.request"  # written to ask a running run to stop (the notebook's stop button)
+ROLLOUTS_DIR = "rollouts"  # the pinned rollout dump a run replays (a link or a copy)
+CLUSTER_FILE = "cluster.json"  # the state of a local Ray cluster a run, suite or sweep started
+RAYJOB_FILE = "rayjob.yaml"  # the KubeRay manifest a run was submitted as
+
+# The runs tree above run directories: <root>/suites/<suite>/<night>/, <root>/sweeps/<params>/<id>/,
+# <root>/comparisons/<id>/, each with its record; the index at the root.
+SUITES_DIR, SWEEPS_DIR, COMPARISONS_DIR = "suites", "sweeps", "comparisons"
+SUITE_FILE = "suite.json"
+SWEEP_FILE = "sweep.json"
+COMPARISON_FILE = "comparison.json"
+COMPARISON_NOTEBOOK = "comparison.ipynb"
+COMPARISON_PAGE = "comparison.html"
+INDEX = "index.html"
+TREND_CACHE = ".trends"  # index charts by content hash: a refresh redraws only what changed
+SUMMARY_CACHE = ".summary.json"  # a run's index line, cached beside it
+
+
+def lane_cluster_file(lane: int) -> str:
+    """The cluster state file of one lane of a parallel sweep."""
+    return f"cluster-{lane}.json"
 
 
 def default_root() -> Path:
     """Where runs land unless told otherwise: ``$WORKBOOK_RUNS``, else the project's ``runs/``
     (never the working directory's: a notebook kernel runs in ``notebooks/``)."""
-    from workbook.project import runs_root
+    from workbook.core.project import runs_root
 
     return runs_root()
 

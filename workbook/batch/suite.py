@@ -31,13 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from workbook.checks.verdict import FINISHED, exit_code_of
+from workbook.core.layout import CLUSTER_FILE, SUITE_FILE, SUITES_DIR, RunDir, now_iso, write_json
+from workbook.core.quoting import cut, short
+from workbook.core.redaction import redact_text
+from workbook.core.textfile import read_text
 from workbook.errors import InputError, ParamsError
-from workbook.quoting import cut, short
-from workbook.report.redaction import redact_text
-from workbook.runs import RunDir, now_iso, write_json
-from workbook.textfile import read_text
-
-SUITE_FILE = "suite.json"
 
 
 @dataclass
@@ -129,7 +127,7 @@ def _read_entries(path: Path) -> tuple[list[Entry], list[tuple[str, str]]]:
 
 def _roots(suite: Path) -> tuple[Path, ...]:
     """Where a suite's scenarios may live: its own folder and the params folders."""
-    from workbook.project import params_dir, root
+    from workbook.core.project import params_dir, root
 
     return tuple(dict.fromkeys((suite.resolve().parent, (root() / "params").resolve(),
                                 params_dir())))
@@ -138,7 +136,7 @@ def _roots(suite: Path) -> tuple[Path, ...]:
 def _entry_file(word: str, folder: Path, roots: tuple[Path, ...]) -> tuple[Path | None, str]:
     """A suite line's scenario file: beside the suite, else in the params folder (never the
     working directory), and inside one of ``roots`` once symlinks are resolved."""
-    from workbook.project import params_dir
+    from workbook.core.project import params_dir
 
     given = Path(word)
     candidates = [given] if given.is_absolute() else [folder / given, params_dir() / given]
@@ -162,7 +160,7 @@ def _entry_file(word: str, folder: Path, roots: tuple[Path, ...]) -> tuple[Path 
 def suite_dir(name: str, runs_root: Path, when: datetime | None = None) -> Path:
     """``<runs root>/suites/<name>/<UTC date>``: the same command on the same night resumes."""
     day = (when or datetime.now(timezone.utc)).strftime("%Y-%m-%d")
-    return Path(runs_root) / "suites" / name / day
+    return Path(runs_root) / SUITES_DIR / name / day
 
 
 def validate_suite(path: Path, only: str | None = None) -> list[Entry]:
@@ -181,8 +179,8 @@ def validate_suite(path: Path, only: str | None = None) -> list[Entry]:
 def validate_entries(entries: list[Entry], problems: list[tuple[str, str]] | None = None) -> None:
     """Every entry valid, or ParamsError naming each bad entry (after ``problems`` found
     before, such as unreadable lines): nothing starts otherwise."""
-    from workbook.params import validate_scenario
-    from workbook.pipeline import ensure_profile_ready
+    from workbook.run.steps import ensure_profile_ready
+    from workbook.scenario import validate_scenario
 
     problems = list(problems or [])
     for entry in entries:
@@ -205,7 +203,7 @@ def run_suite(path: Path, *, runs_root: Path, directory: Path | None = None,
 
     ``on_start(directory)`` is called once the suite directory exists (before any launch).
     """
-    from workbook.params import load_scenario
+    from workbook.scenario import load_scenario
 
     name = Path(path).stem
     entries = validate_suite(path, only)
@@ -237,7 +235,7 @@ def run_suite(path: Path, *, runs_root: Path, directory: Path | None = None,
 def _run_entry(entry: Entry, record: EntryRecord, scenario: str, launcher: str,
                directory: Path, runs_root: Path, timeout_s: float | None,
                echo: bool) -> EntryRecord:
-    from workbook.execution import execute_run
+    from workbook.run.driver import execute_run
 
     sets = list(entry.sets) + ([f"timeout_s={timeout_s:g}"] if timeout_s else [])
     rd = RunDir.create(directory, entry.key)
@@ -282,7 +280,7 @@ def _clear_leftovers(runs_root: Path) -> None:
     """End what earlier crashed workbook runs left running (found by their own run.json)."""
     from workbook.launch.leftovers import end_run, orphaned_runs
     from workbook.launch.outcome import Outcome
-    from workbook.pipeline import record_outcome
+    from workbook.run.steps import record_outcome
 
     for run_dir, info in orphaned_runs(runs_root):
         killed = end_run(info, run_dir.name)
@@ -292,15 +290,20 @@ def _clear_leftovers(runs_root: Path) -> None:
             record_outcome(RunDir(run_dir), Outcome(
                 "failed", None, str(info.get("started_at") or ""), now_iso(), 0.0,
                 "orphaned: the workbook process driving it died; ended by a later suite"))
-        except Exception:  # noqa: BLE001 - a half-written run dir must not stop the suite
-            pass
+        except Exception as exc:  # noqa: BLE001 - a half-written run dir must not stop the suite
+            print(f"suite: could not record the cleared run {run_dir} in full "
+                  f"({type(exc).__name__}: {exc}); marked failed", flush=True)
+            try:  # at least never "clear" it again before every entry
+                RunDir(run_dir).update_run(status="failed", reason="orphaned: its workbook died")
+            except (OSError, ValueError) as again:
+                print(f"suite: {run_dir}: run.json cannot be written ({again})", flush=True)
 
 
 class _Clusters:
     """One local Ray cluster at a time, shared by consecutive entries of the same shape."""
 
     def __init__(self, directory: Path) -> None:
-        self.state_file = directory / "cluster.json"
+        self.state_file = directory / CLUSTER_FILE
         self.shape: dict[str, Any] | None = None
 
     def prepare(self, scenario: Any) -> None:

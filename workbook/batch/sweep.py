@@ -36,10 +36,16 @@ from pathlib import Path
 from typing import Any
 
 from workbook.checks.verdict import FINISHED, exit_code_of
+from workbook.core.layout import (
+    ROLLOUTS_DIR,
+    SWEEP_FILE,
+    SWEEPS_DIR,
+    RunDir,
+    lane_cluster_file,
+    now_iso,
+    write_json,
+)
 from workbook.errors import InputError, ParamsError
-from workbook.runs import RunDir, now_iso, write_json
-
-SWEEP_FILE = "sweep.json"
 
 
 @dataclass
@@ -111,14 +117,14 @@ def sweep_dir(params: Path, grid: dict[str, list[str]], sets: list[str], replay:
               runs_root: Path) -> Path:
     """``<runs>/sweeps/<scenario>/<hash of the command>``: the same sweep resumes there."""
     digest = hashlib.sha1(json.dumps([str(params), grid, sets, replay]).encode()).hexdigest()[:10]
-    return Path(runs_root) / "sweeps" / params.stem / digest
+    return Path(runs_root) / SWEEPS_DIR / params.stem / digest
 
 
 def plan_sweep(params: Path, grid_items: list[str], sets: list[str], *, replay_rollouts: bool,
                runs_root: Path, directory: Path | None = None) -> Sweep:
     """Expand and validate every point (ParamsError naming the point: nothing starts)."""
-    from workbook.params import validate_scenario
-    from workbook.pipeline import ensure_profile_ready
+    from workbook.run.steps import ensure_profile_ready
+    from workbook.scenario import validate_scenario
 
     grid = parse_grid(grid_items)
     sweep = Sweep(params, grid, list(sets), replay_rollouts,
@@ -142,7 +148,7 @@ def plan_sweep(params: Path, grid_items: list[str], sets: list[str], *, replay_r
 def run_sweep(sweep: Sweep, *, runs_root: Path, parallel: int = 1, rerun: bool = False,
               echo: bool = False) -> Sweep:
     """Run the points not finished yet (see the module docstring), then the comparison page."""
-    from workbook.params import load_scenario
+    from workbook.scenario import load_scenario
 
     sweep.directory.mkdir(parents=True, exist_ok=True)
     sweep.save()
@@ -169,7 +175,7 @@ def _replay_sets(sweep: Sweep, base: Any) -> Any:
     def sets(first: bool) -> list[str]:
         if first:
             return ["rollouts.record=true"]
-        dump = Path(sweep.points[0].run_dir or "") / "rollouts"
+        dump = Path(sweep.points[0].run_dir or "") / ROLLOUTS_DIR
         if not dump.is_dir():
             raise InputError(f"the first point left no rollout dump to replay ({dump})")
         return [f"rollouts.replay={dump}"]
@@ -229,8 +235,8 @@ def _forwarding_stop(running: dict[int, tuple[Point, subprocess.Popen[bytes], fl
 
 def _start(sweep: Sweep, point: Point, extra: list[str], runs_root: Path, echo: bool
            ) -> tuple[Point, subprocess.Popen[bytes], float]:
-    from workbook.execution import notebook_for
-    from workbook.params import load_scenario
+    from workbook.run.driver import notebook_for
+    from workbook.scenario import load_scenario
 
     scenario = load_scenario(sweep.params, sweep.sets, check_files=False)
     rd = RunDir.create(sweep.directory, point.key)
@@ -285,7 +291,7 @@ def _sweep_clusters(sweep: Sweep, scenario: Any, count: int) -> Iterator[list[st
     try:
         addresses = []
         for lane in range(1, count + 1):
-            state_files.append(sweep.directory / f"cluster-{lane}.json")
+            state_files.append(sweep.directory / lane_cluster_file(lane))
             state = lifecycle.up(1, cpus_per_node=32, devices_per_node=scenario.devices_per_node,
                                  device_resource=device_resource(scenario.profile),
                                  state_file=state_files[-1])
@@ -298,7 +304,7 @@ def _sweep_clusters(sweep: Sweep, scenario: Any, count: int) -> Iterator[list[st
 
 def _compare(sweep: Sweep) -> None:
     """Render the comparison of every point that ran (through notebooks/compare.ipynb)."""
-    from workbook.report.notebook import execute_comparison
+    from workbook.run.notebook import execute_comparison
 
     if not any(p.run_dir for p in sweep.points):
         return

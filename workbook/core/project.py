@@ -15,12 +15,13 @@ from pathlib import Path
 
 from workbook.errors import InputError
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # workbook/ (this file is workbook/core/...)
+PROJECT_ROOT = PACKAGE_DIR.parent
 
 
 def root() -> Path:
     """The checkout holding ``params/`` and ``notebooks/`` (the package's parent folder)."""
-    return PACKAGE_ROOT
+    return PROJECT_ROOT
 
 
 def params_dir() -> Path:

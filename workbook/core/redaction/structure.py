@@ -23,7 +23,7 @@ import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable
 from typing import Any
 
-from workbook.report.redaction.text import (
+from workbook.core.redaction.text import (
     _USER_FLAG_NAME,
     HARMLESS_VALUES,
     REDACTED,
@@ -271,8 +271,8 @@ def redact_yaml_text(text: str) -> str:
     Comments are no part of the structure: when one holds a secret the document is written back
     without them. Text that is no (single) YAML document is redacted as plain text.
     """
+    from workbook.core.serialization import dump_yaml, load_yaml_text
     from workbook.errors import InputError
-    from workbook.serialization import dump_yaml, load_yaml_text
 
     as_text = redact_text(text)
     try:

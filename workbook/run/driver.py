@@ -22,11 +22,11 @@ from pathlib import Path
 from types import FrameType
 
 from workbook.checks.verdict import exit_code_of
+from workbook.core.layout import RunDir
+from workbook.core.project import notebook as project_notebook
+from workbook.core.project import run_notebook
 from workbook.errors import WorkbookError
 from workbook.launch.outcome import request_stop
-from workbook.project import notebook as project_notebook
-from workbook.project import run_notebook
-from workbook.runs import RunDir
 
 
 @dataclass
@@ -52,8 +52,8 @@ def execute_run(params: Path, sets: list[str], rd: RunDir, *, runs_root: Path,
     """Run ``params`` (with ``sets``) into the directory ``rd``; never raises for the run's own
     failure. ``runs_root`` is the root whose index the run joins (a suite's or sweep's run
     directory sits deeper). ``on_stop`` ``"stop"`` turns SIGINT/SIGTERM into a stop request."""
-    from workbook.pipeline import DRIVEN, finish
-    from workbook.report.notebook import execute
+    from workbook.run.notebook import execute
+    from workbook.run.steps import DRIVEN, finish
 
     t0 = time.monotonic()
     notebook = notebook or notebook_for(launcher)

@@ -15,16 +15,16 @@ import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from workbook.atomic import atomic_writer
-from workbook.errors import InputError
-from workbook.report.redaction.structure import (
+from workbook.core.atomic import atomic_writer
+from workbook.core.redaction.structure import (
     redact_json_line,
     redact_json_text,
     redact_notebook_text,
     redact_xml_text,
     redact_yaml_text,
 )
-from workbook.report.redaction.text import LineRedactor, redact_text
+from workbook.core.redaction.text import LineRedactor, redact_text
+from workbook.errors import InputError
 
 # Structured files above this size are streamed as text: a run.json is kilobytes, and parsing
 # a huge document whole would cost memory the copy does not need.

@@ -22,11 +22,13 @@ from typing import Any
 from workbook import provenance
 from workbook.command import as_json, as_shell, build_plan
 from workbook.command.builder import ROLLOUTS_DIR
-from workbook.launch.outcome import Outcome, Plan
-from workbook.params import Scenario, validate_scenario
-from workbook.project import find_scenario
-from workbook.runs import RunDir, default_root, now_iso, write_redacted
-from workbook.serialization import dump_yaml
+from workbook.command.plan import Plan
+from workbook.core.layout import ERROR_LOG, RunDir, default_root, now_iso, write_redacted
+from workbook.core.project import find_scenario
+from workbook.core.serialization import dump_yaml
+from workbook.launch.outcome import Outcome
+from workbook.params import Scenario
+from workbook.scenario import ready_to_launch, validate_scenario
 
 
 @dataclass
@@ -73,7 +75,7 @@ def ensure_profile_ready(scenario_file: Path, sets: Iterable[str]) -> None:
 
     data, _ = resolve(scenario_file, sets)
     if data.get("profile") == "cpu":
-        from workbook.assets import ensure_assets
+        from workbook.profiles.cpu.assets import ensure_assets
         from workbook.profiles.cpu.pythonpath import prepare_plugin_path
 
         ensure_assets()
@@ -100,6 +102,7 @@ def prepare(
     sets = settings_to_sets(settings) + list(overrides)
     ensure_profile_ready(scenario_file, sets)
     s = validate_scenario(scenario_file, sets)  # what `workbook validate` checks, verl's config too
+    ready_to_launch(s, python=python_for(s))  # data: prepared; model, data, checkout here
     if run_dir:
         rd = RunDir(Path(run_dir).resolve())
         rd.path.mkdir(parents=True, exist_ok=True)
@@ -129,7 +132,7 @@ def prepare(
         "notebook": notebook,
         "notebook_parameters": {"scenario": str(scenario), "overrides": list(overrides),
                                 "settings": settings or {}},
-        **provenance.collect(),
+        **provenance.collect(verl_path=s.verl.path),
     })
     if not driven():
         print(f"workbook: run directory {rd.path}", file=sys.__stderr__, flush=True)
@@ -255,7 +258,6 @@ class Finished:
                 + (f"<p>Steps that failed:</p><ul>{failed}</ul>" if failed else ""))
 
 
-ERROR_LOG = "workbook-error.log"
 
 
 def finish(run: Run | str | Path, *, announce: bool = True) -> Finished:

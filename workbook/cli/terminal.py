@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from workbook.report.redaction import redact_text
+from workbook.core.redaction import redact_text
 
 CI_WIDTH = 240
 STYLES = {

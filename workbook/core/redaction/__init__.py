@@ -11,8 +11,8 @@ through here; the run's raw ``run.log`` and verl's own ``metrics.jsonl`` stay as
 - :mod:`.files`: a redacted copy of any file by its form (:func:`redact_file`).
 """
 
-from workbook.report.redaction.files import form_of, redact_document, redact_file, redact_opened
-from workbook.report.redaction.structure import (
+from workbook.core.redaction.files import form_of, redact_document, redact_file, redact_opened
+from workbook.core.redaction.structure import (
     dump_json,
     redact_json_line,
     redact_json_text,
@@ -23,7 +23,7 @@ from workbook.report.redaction.structure import (
     redact_xml_text,
     redact_yaml_text,
 )
-from workbook.report.redaction.text import REDACTED, LineRedactor, is_secret_name, redact_text
+from workbook.core.redaction.text import REDACTED, LineRedactor, is_secret_name, redact_text
 
 __all__ = [
     "REDACTED", "LineRedactor", "dump_json", "form_of", "is_secret_name", "redact_document",

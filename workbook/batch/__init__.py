@@ -1,0 +1,1 @@
+"""Many runs: a suite (a parsed file of scenarios, one night) and a sweep (a grid of settings)."""
