@@ -18,7 +18,7 @@ from typing import Any
 from workbook.checks.bands import band_problems
 from workbook.checks.baseline import load_baseline
 from workbook.checks.spec import parse_checks, step_problems
-from workbook.command.builder import build_plan, dump_subdir, owned_keys
+from workbook.command.builder import build_plan, dump_subdir, entry_argv, owned_keys
 from workbook.core.quoting import cut
 from workbook.data.prepare import Prepared, input_problems, outputs_of, prepare_data
 from workbook.errors import BaselineError, ParamsError
@@ -46,7 +46,6 @@ WHERE = ("here", "runner")
 
 def _checks_problems(s: Scenario, params_dir: Path) -> list[tuple[str, str]]:
     """The ``checks:`` section, its steps, and bands that could never fail (against the baseline)."""
-
     spec, problems = parse_checks(s.checks, params_dir=params_dir)
     baseline = None
     if spec.baseline is not None and spec.baseline.is_file():
@@ -60,11 +59,13 @@ def _checks_problems(s: Scenario, params_dir: Path) -> list[tuple[str, str]]:
     return problems + step_problems(spec, s.total_training_steps, compared=compared) + (
         band_problems(spec, baseline))
 
+
 def _unlike_baseline(s: Scenario, baseline: Any) -> list[str]:
 
     if not baseline.settings:
         return []
     return differences(baseline.settings, settings_of(s.model_dump(mode="json")))
+
 
 def load_scenario(
     path: Path | str,
@@ -107,12 +108,18 @@ def load_scenario(
     assert scenario is not None
     return scenario
 
-def verl_problems(s: Scenario) -> list[tuple[str, str]]:
-    """Compose verl's Hydra config with the exact overrides the command will carry."""
 
+def verl_problems(s: Scenario) -> list[tuple[str, str]]:
+    """Compose verl's Hydra config with the exact overrides the command will carry.
+
+    A recipe's own entry (``entry:``) reads its own config, kept with the recipe in the verl
+    checkout, not verl's trainer config: it is not composed here (a warning says so)."""
+    if not s.entry.is_default:
+        return []
     # Only the overrides matter here; the run dir and plugin path are placeholders.
     plan = build_plan(s, Path("/tmp/wb-validate/run"), plugin_path="/tmp/wb-validate/pythonpath")
-    return check_overrides(plan.argv[3:], checkout=s.verl.path)
+    return check_overrides(plan.argv[len(entry_argv(s)):], checkout=s.verl.path)
+
 
 def where_default() -> str:
     """``$WORKBOOK_WHERE`` (``here`` or ``runner``), ``here`` when unset."""
@@ -121,6 +128,7 @@ def where_default() -> str:
         raise ParamsError([("WORKBOOK_WHERE", f"must be one of {', '.join(WHERE)} "
                             f"(got {where[:40]!r})")])
     return where
+
 
 def validate_scenario(path: Path | str, sets: Iterable[str] = (), *, check_files: bool = True,
                       where: str | None = None) -> Scenario:
@@ -134,6 +142,7 @@ def validate_scenario(path: Path | str, sets: Iterable[str] = (), *, check_files
         raise ParamsError([("where", f"must be one of {', '.join(WHERE)}")])
     return load_scenario(path, sets, check_files=check_files, check_verl=True, where=where)
 
+
 def scenario_warnings(s: Scenario, params_dir: Path) -> list[tuple[str, str]]:
     """What is valid but will not do what it says (printed, never fatal): ``(field, message)``.
 
@@ -142,6 +151,12 @@ def scenario_warnings(s: Scenario, params_dir: Path) -> list[tuple[str, str]]:
     """
 
     warnings = ignored_settings(s)
+    if not s.entry.is_default:
+        warnings.append(("entry", f"{s.entry.module} reads its own config"
+                         f"{' ' + s.entry.config_name if s.entry.config_name else ''}, not verl's "
+                         "trainer config: its overrides are checked when it starts, not here"
+                         + ("" if s.verl.path or s.entry.module.startswith("verl.") else
+                            "; run it from the verl checkout it lives in (verl.path or --verl)")))
     spec, _ = parse_checks(s.checks, params_dir=params_dir)
     if spec.baseline is not None and spec.baseline.is_file():
         try:
@@ -154,9 +169,9 @@ def scenario_warnings(s: Scenario, params_dir: Path) -> list[tuple[str, str]]:
                              "'not comparable'; the health checks still judge the run"))
     return warnings
 
+
 def raw_overrides(s: Scenario) -> Problems:
     """Raw overrides must be ``key=value`` and must not fight a first-class field."""
-
     p: Problems = []
     owned = owned_keys(s)
     for i, item in enumerate(s.overrides):
@@ -172,9 +187,9 @@ def raw_overrides(s: Scenario) -> Problems:
                       "change that field instead"))
     return p
 
+
 def rollouts(s: Scenario) -> Problems:
     """A pinned rollout dump must exist and hold this scenario's geometry (else nothing replays)."""
-
     if not s.rollouts.replay:
         return []
     folder = Path(s.rollouts.replay)
@@ -192,10 +207,12 @@ def rollouts(s: Scenario) -> Problems:
 # Rollout-skip settings a trainer accepts but never reads (measured with verl 0.9.1 on CPU:
 # no log line, no dump folder), and the keys that act instead.
 
+
 def runs_here(s: Scenario) -> bool:
     """Whether the run's paths are this machine's: a local run (or a Ray cluster the run starts
     here), on every profile. A job sent to a Ray cluster elsewhere reads the cluster's paths."""
     return s.profile == "cpu" or s.launcher == "local" or s.ray.local_nodes is not None
+
 
 def files(s: Scenario) -> Problems:
     """The model and data of a run here must exist now, on every profile, before launch.
@@ -222,6 +239,7 @@ def files(s: Scenario) -> Problems:
         p.append((name, f"no such file or folder: {cut(value, 200)}{hint}"))
     return p + verl_checkout(s) + data_inputs(s)
 
+
 def verl_checkout(s: Scenario) -> Problems:
     """``verl.path`` must be a verl checkout here: its package and its trainer config."""
     if not s.verl.path or not runs_here(s):
@@ -238,16 +256,17 @@ def verl_checkout(s: Scenario) -> Problems:
                  f"{VERL_CONFIG_NAME}.yaml")]
     return []
 
+
 def data_inputs(s: Scenario) -> Problems:
     if not s.data.enabled or not s.data.local_save_dir or not s.data.local_dataset_path:
         return []
 
     return input_problems(s)
 
+
 def ready_to_launch(s: Scenario, *, python: str) -> Prepared | None:
     """Prepare the ``data:`` section, then refuse (ParamsError) a run here whose model, data or
     verl checkout is missing: the last check before launch, whatever ``$WORKBOOK_WHERE`` says."""
-
     prepared = prepare_data(s, python=python)
     problems = files(s)
     if problems:

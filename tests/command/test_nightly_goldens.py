@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from workbook.command import build_plan
+from workbook.command.builder import entry_argv
 from workbook.command.plan import Plan
-from workbook.params import hydra
+from workbook.params import Scenario, hydra
 from workbook.profiles import NPU_ENV
 from workbook.scenario import load_scenario
 
@@ -36,12 +37,6 @@ ENTRY_EQUIVALENTS = {
     # verl/trainer/config/ppo_megatron_trainer.yaml: "[Deprecated] ... use ppo_trainer.yaml":
     # ppo_trainer with `override model_engine: megatron`.
     ("--config-path=config", "--config-name=ppo_megatron_trainer.yaml"): "model_engine=megatron",
-}
-# Scripts whose entry module a scenario cannot name yet (the builder always starts main_ppo).
-ENTRY_GAPS = {
-    "dapo-moonlight-16b-1n8npu-megatron-vllm": (
-        ["-m", "recipe.dapo.main_dapo", "--config-path=config", "--config-name=dapo_megatron_trainer"],
-        "model_engine=megatron"),
 }
 # Overrides whose value differs from the script's on purpose: key -> why.
 DIFFERENT_ON_PURPOSE = {
@@ -70,8 +65,17 @@ def facts_of(name: str) -> dict[str, Any]:
     return facts
 
 
+def scenario_of(name: str) -> Scenario:
+    return load_scenario(REPO / "params" / f"{name}.yaml", check_files=False)
+
+
 def plan_of(name: str) -> Plan:
-    return build_plan(load_scenario(REPO / "params" / f"{name}.yaml", check_files=False), Path(RUN_DIR))
+    return build_plan(scenario_of(name), Path(RUN_DIR))
+
+
+def overrides_of(name: str) -> list[str]:
+    """The plan's Hydra overrides: its argv after what it starts."""
+    return plan_of(name).argv[len(entry_argv(scenario_of(name))):]
 
 
 def split(overrides: list[str]) -> dict[str, tuple[str, str]]:
@@ -110,7 +114,7 @@ def test_nightly_plan_matches_its_golden_argv_and_env(name: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_nightly_plan_carries_every_script_override_with_its_value(name: str) -> None:
-    ours = split(plan_of(name).argv[3:])
+    ours = split(overrides_of(name))
     for key, (prefix, value) in split(facts_of(name)["overrides"]).items():
         assert key in ours, f"{key} missing from the plan"
         our_prefix, our_value = ours[key]
@@ -126,8 +130,8 @@ def test_nightly_plan_carries_every_script_override_with_its_value(name: str) ->
 @pytest.mark.parametrize("name", NAMES)
 def test_nightly_plan_differs_from_the_script_only_as_listed(name: str) -> None:
     facts = facts_of(name)
-    theirs, ours = split(facts["overrides"]), split(plan_of(name).argv[3:])
-    entry = ENTRY_GAPS.get(name, (None, None))[1] or ENTRY_EQUIVALENTS.get(tuple(facts["entry"][2:]))
+    theirs, ours = split(facts["overrides"]), split(overrides_of(name))
+    entry = ENTRY_EQUIVALENTS.get(tuple(facts["entry"][2:]))
     for key, (_, value) in ours.items():
         if key in theirs:
             continue
@@ -144,12 +148,12 @@ def test_nightly_plan_differs_from_the_script_only_as_listed(name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_nightly_plan_starts_the_scripts_entry_point_or_a_listed_equivalent(name: str) -> None:
     facts, argv = facts_of(name), plan_of(name).argv
-    assert argv[:3] == ["python3", *MAIN_PPO]
-    if name in ENTRY_GAPS:
-        assert facts["entry"] == ENTRY_GAPS[name][0]
-    elif facts["entry"] != MAIN_PPO:
-        assert facts["entry"][:2] == MAIN_PPO
-        assert ENTRY_EQUIVALENTS[tuple(facts["entry"][2:])] in argv
+    started = entry_argv(scenario_of(name))
+    assert argv[:len(started)] == started
+    if started[1:] == facts["entry"]:
+        return  # exactly what the script starts (main_ppo, or a recipe's own entry)
+    assert started == ["python3", *MAIN_PPO] and facts["entry"][:2] == MAIN_PPO
+    assert ENTRY_EQUIVALENTS[tuple(facts["entry"][2:])] in argv
 
 
 @pytest.mark.parametrize("name", NAMES)

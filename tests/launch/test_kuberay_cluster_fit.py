@@ -95,7 +95,8 @@ POD_FIELDS = [
 @pytest.mark.parametrize(("setting", "check"), [(s, c) for _, s, c in POD_FIELDS],
                          ids=[n for n, _, _ in POD_FIELDS])
 def test_each_pod_template_field_reaches_every_ray_pod(setting: str, check: Any) -> None:
-    manifest = manifest_of(setting)
+    # on the seed scenario without its own cache volume, so each row is the only pod setting
+    manifest = manifest_of("kuberay.pod.volumes=[]", "kuberay.pod.volumeMounts=[]", setting)
     for role in ("head", "worker"):
         spec = pods(manifest)[role]
         assert check(spec, spec["containers"][0]), role
@@ -378,3 +379,22 @@ def test_a_name_already_taken_is_refused_not_updated(
     kubectl.submit(manifest)
     with pytest.raises(LaunchError, match="already exists: not reading an earlier job"):
         kubectl.submit(manifest)
+
+
+@pytest.mark.parametrize("params", [NPU_SCENARIO, GSPO_2N], ids=lambda p: p.stem)
+def test_the_shipped_multinode_jobs_mount_their_model_and_data_in_every_ray_pod(params: Path) -> None:
+    """The pods are ephemeral: what the scenario reads under ${HOME} comes from the cache claim."""
+    manifest = manifest_of(params=params)
+    for role, spec in pods(manifest).items():
+        if role == "submitter":
+            continue
+        claims = {v["name"]: v["persistentVolumeClaim"]["claimName"]
+                  for v in spec["volumes"] if "persistentVolumeClaim" in v}
+        mounts = {m["mountPath"] for c in spec["containers"] for m in c["volumeMounts"]
+                  if m["name"] in claims}
+        assert claims and {"/root/.cache", "/root/data"} <= mounts, (role, spec)
+
+
+def test_a_manifest_is_written_without_yaml_aliases() -> None:
+    text = kuberay_manifest.manifest_yaml(manifest_of(params=GSPO_2N))
+    assert "&id" not in text and "*id" not in text

@@ -151,3 +151,15 @@ def test_only_filters_entries_but_still_reports_unreadable_lines(folder: Path) -
     suite.write_text("good.yaml\nnowhere.yaml\n")
     with pytest.raises(ParamsError, match="nowhere.yaml"):
         validate_suite(suite, only="good")
+
+
+def test_one_entry_run_alone_keeps_the_other_entries_of_the_night() -> None:
+    """A CI matrix runs ``suite run --only X`` per job into one night: nobody's record is lost."""
+    from workbook.batch.suite import merged_entries
+
+    night = [{"key": "01-a", "status": "passed"}, {"key": "02-b", "status": "failed"}]
+    assert merged_entries(night, [{"key": "02-b", "status": "passed"}]) == [
+        {"key": "01-a", "status": "passed"}, {"key": "02-b", "status": "passed"}]
+    assert merged_entries(night, [{"key": "03-c", "status": "regressed"}])[-1]["key"] == "03-c"
+    assert merged_entries([], [{"key": "01-a", "status": "pending"}]) == [
+        {"key": "01-a", "status": "pending"}]

@@ -271,9 +271,23 @@ def _load_records(directory: Path, entries: list[Entry]) -> list[EntryRecord]:
 
 
 def _save(directory: Path, name: str, path: Path, records: list[EntryRecord]) -> None:
+    """Write this invocation's records into suite.json, keeping the entries others ran there
+    (a CI matrix runs one ``--only`` entry per job into the same night)."""
+    try:
+        recorded = json.loads((directory / SUITE_FILE).read_text(encoding="utf-8")).get("entries", [])
+    except (OSError, ValueError, AttributeError):
+        recorded = []
     write_json(directory / SUITE_FILE, {
         "suite": name, "file": str(Path(path).resolve()), "updated": now_iso(),
-        "entries": [asdict(r) for r in records]})
+        "entries": merged_entries(recorded, [asdict(r) for r in records])})
+
+
+def merged_entries(recorded: list[Any], ours: list[dict[str, Any]]) -> list[Any]:
+    """suite.json's entries with ours in place of the same keys (new ones appended)."""
+    by_key = {entry["key"]: entry for entry in ours}
+    out = [by_key.pop(e["key"]) if isinstance(e, dict) and e.get("key") in by_key else e
+           for e in recorded]
+    return out + list(by_key.values())
 
 
 def _clear_leftovers(runs_root: Path) -> None:

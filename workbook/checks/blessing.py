@@ -99,38 +99,32 @@ def _good_run(path: Path) -> Evidence:
     return evidence
 
 
+def _require_distinct(dirs: list[Path], keys: list[Any], same: str) -> None:
+    """No run twice: ``keys[i]`` identifies ``dirs[i]``; two equal keys are one run, ``same``
+    says how (a path spelt twice, a copy keeping its run id, a renamed copy)."""
+    seen: dict[Any, Path] = {}
+    for path, key in zip(dirs, keys, strict=True):
+        if key in seen:
+            raise BaselineError(f"cannot bless the same run twice: {seen[key]} and {path} "
+                                f"{same.format(key=key)}; bless {MIN_RUNS} or more distinct runs")
+        seen[key] = path
+
+
 def _require_distinct_paths(dirs: list[Path]) -> None:
     """No directory twice, however it is spelt (``./a``, ``a/``, a symlink to ``a``)."""
-    seen: dict[Path, Path] = {}
-    for path in dirs:
-        real = path.resolve()
-        if real in seen:
-            raise BaselineError(f"cannot bless the same run twice: {seen[real]} and {path} are "
-                                f"both {real}; bless {MIN_RUNS} or more distinct runs")
-        seen[real] = path
+    _require_distinct(dirs, [p.resolve() for p in dirs], "are both {key}")
 
 
 def _require_distinct_runs(dirs: list[Path], runs: list[Evidence]) -> None:
     """No run twice under another path: a copy of a run directory keeps its run id."""
-    ids: dict[str, Path] = {}
-    for path, run in zip(dirs, runs, strict=True):
-        run_id = str(run.run.get("run_id") or path.resolve().name)
-        if run_id in ids:
-            raise BaselineError(f"cannot bless the same run twice: {ids[run_id]} and {path} are "
-                                f"both run {run_id}; bless {MIN_RUNS} or more distinct runs")
-        ids[run_id] = path
+    ids = [str(run.run.get("run_id") or path.resolve().name) for path, run in zip(dirs, runs, strict=True)]
+    _require_distinct(dirs, ids, "are both run {key}")
 
 
 def _require_distinct_metrics(dirs: list[Path], metrics: list[RunMetrics]) -> None:
     """No two runs with the same metrics at every step: a renamed copy, whose spread is 0."""
-    digests: dict[str, Path] = {}
-    for path, run in zip(dirs, metrics, strict=True):
-        digest = _metrics_digest(run)
-        if digest in digests:
-            raise BaselineError(f"cannot bless the same run twice: {digests[digest]} and {path} "
-                                "logged identical metrics at every step (a copy of one run?); "
-                                f"bless {MIN_RUNS} or more distinct runs")
-        digests[digest] = path
+    _require_distinct(dirs, [_metrics_digest(m) for m in metrics],
+                      "logged identical metrics at every step (a copy of one run?)")
 
 
 def _metrics_digest(metrics: RunMetrics) -> str:

@@ -18,7 +18,6 @@ from workbook.core.layout import ROLLOUTS_DIR
 from workbook.params import hydra
 from workbook.params.schema import Scenario
 
-ENTRY_MODULE = "verl.trainer.main_ppo"
 LOGGERS = ["console", "file"]
 # Keys the workbook sets itself; a scenario must not.
 RESERVED_KEYS = ("trainer.logger",)
@@ -159,7 +158,15 @@ def build_plan(
     if s.verl.path:
         env["PYTHONPATH"] = verl_pythonpath(s.verl.path, env.get("PYTHONPATH", ""))
     env["VERL_FILE_LOGGER_PATH"] = str(run_dir / "metrics.jsonl")
-    return Plan(argv=[python, "-m", ENTRY_MODULE, *overrides], env=env)
+    return Plan(argv=[*entry_argv(s, python), *overrides], env=env)
+
+
+def entry_argv(s: Scenario, python: str = "python3") -> list[str]:
+    """What the command starts, before its overrides: ``python -m MODULE [--config-...]``."""
+    e = s.entry
+    return [python, "-m", e.module,
+            *([f"--config-path={e.config_path}"] if e.config_path else []),
+            *([f"--config-name={e.config_name}"] if e.config_name else [])]
 
 
 def verl_pythonpath(checkout: str, rest: str = "") -> str:

@@ -147,6 +147,22 @@ class VerlSettings(_Strict):
     path: str | None = Field(default=None, min_length=1)
 
 
+class EntrySettings(_Strict):
+    """What the command starts: verl's PPO trainer unless a job runs a recipe's own entry
+    (DAPO: ``recipe.dapo.main_dapo`` with ``--config-path=config --config-name=...``), which is
+    then run from the verl checkout the recipe lives in (``verl.path``)."""
+
+    module: str = Field(default="verl.trainer.main_ppo",
+                        pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+    config_path: str | None = Field(default=None, min_length=1, max_length=200)
+    config_name: str | None = Field(default=None, min_length=1, max_length=200)
+
+    @property
+    def is_default(self) -> bool:
+        return (self.module, self.config_path, self.config_name) == (
+            "verl.trainer.main_ppo", None, None)
+
+
 class DataSettings(_Strict):
     """Data the run prepares before launch with verl's own preprocessing script.
 
@@ -213,6 +229,7 @@ class Scenario(_Strict):
     rollouts: RolloutSettings = Field(default_factory=RolloutSettings)
     kuberay: KubeRaySettings = Field(default_factory=KubeRaySettings)
     verl: VerlSettings = Field(default_factory=VerlSettings)
+    entry: EntrySettings = Field(default_factory=EntrySettings)
     data: DataSettings = Field(default_factory=DataSettings)
     checks: dict[str, Any] | None = None
 
