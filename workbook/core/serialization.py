@@ -189,12 +189,7 @@ def parse_scalar(text: str) -> Any:
 
 
 class _Dumper(yaml.SafeDumper):
-    """Multi-line strings (e.g. a RayJob's runtimeEnvYAML) as readable ``|`` blocks, and no
-    anchors: a value shared twice (the pods' volume mounts) is written out twice, as people and
-    kubectl-side tools read manifests."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
+    """Multi-line strings (e.g. a RayJob's runtimeEnvYAML) as readable ``|`` blocks."""
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -394,4 +394,7 @@ def rayjob_manifest(
 
 
 def manifest_yaml(manifest: Mapping[str, Any]) -> str:
-    return dump_yaml(dict(manifest))
+    """The manifest as YAML, every value written out where it is used: the pods share their
+    volume mounts, and a JSON round trip (which, unlike a deep copy, shares nothing) keeps YAML
+    anchors (``*id001``) out of what people and tools read."""
+    return dump_yaml(json.loads(json.dumps(dict(manifest))))
