@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 # A scenario that validates without NPUs (nothing is launched): the edge tables vary one field.
@@ -33,3 +34,21 @@ def never_blocks(seconds: int) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def raised_within(call: Callable[[], object], seconds: float = 10) -> BaseException | None:
+    """What ``call`` raised, run in a thread; fails the test if it is still blocked after
+    ``seconds`` (a thread, not SIGALRM: the call may run where signals cannot reach it)."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:  # noqa: BLE001 - the thread reports what it met
+            raised.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout=seconds)
+    assert not worker.is_alive(), f"{call} blocked for {seconds} s"
+    return raised[0] if raised else None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.edges import NPU_SCENARIO
+from tests.edges import NPU_SCENARIO, raised_within
 from workbook.cli import main
 from workbook.core.serialization import load_yaml_text
 from workbook.errors import InputError, ParamsError
@@ -272,20 +271,8 @@ def test_a_base_file_that_is_a_fifo_never_blocks(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.yaml")
     path = tmp_path / "s.yaml"
     path.write_text("defaults: [pipe.yaml]\n" + BASE)
-    raised: list[BaseException] = []
-
-    def load() -> None:
-        try:
-            load_scenario(path)
-        except BaseException as exc:  # noqa: BLE001 - the thread reports what it met
-            raised.append(exc)
-
-    worker = threading.Thread(target=load, daemon=True)
-    worker.start()
-    worker.join(timeout=10)
-
-    assert not worker.is_alive(), "reading a FIFO base file blocked"
-    assert isinstance(raised[0], ParamsError) and "defaults[0]" in raised[0].message
+    raised = raised_within(lambda: load_scenario(path))
+    assert isinstance(raised, ParamsError) and "defaults[0]" in raised.message
 
 
 def test_a_huge_value_is_quoted_by_a_short_prefix(

@@ -4,12 +4,11 @@ outside the params folders: each case exits 2, names its line or entry, and laun
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
 import pytest
 
-from tests.edges import NPU_SCENARIO
+from tests.edges import NPU_SCENARIO, raised_within
 from workbook.batch.suite import read_suite, validate_suite
 from workbook.cli import main
 from workbook.errors import InputError, ParamsError
@@ -103,20 +102,8 @@ def test_a_huge_suite_file_is_refused(folder: Path, capsys: pytest.CaptureFixtur
 def test_a_suite_that_is_a_fifo_never_blocks(folder: Path) -> None:
     suite = folder / "pipe.txt"
     os.mkfifo(suite)
-    raised: list[BaseException] = []
-
-    def read() -> None:
-        try:
-            read_suite(suite)
-        except BaseException as exc:  # noqa: BLE001 - the thread reports what it met
-            raised.append(exc)
-
-    worker = threading.Thread(target=read, daemon=True)
-    worker.start()
-    worker.join(timeout=10)
-
-    assert not worker.is_alive(), "reading a FIFO suite blocked"
-    assert isinstance(raised[0], InputError) and "not a regular file" in raised[0].message
+    raised = raised_within(lambda: read_suite(suite))
+    assert isinstance(raised, InputError) and "not a regular file" in raised.message
 
 
 def test_read_suite_still_lists_every_unreadable_line(folder: Path) -> None:

@@ -29,7 +29,7 @@ from workbook.core.atomic import write_atomic
 from workbook.core.redaction import dump_json, form_of, redact_document
 
 __all__ = ["CLUSTER_FILE", "COMPARISONS_DIR", "COMPARISON_FILE", "COMPARISON_NOTEBOOK",
-           "COMPARISON_PAGE", "ERROR_LOG", "INDEX", "RAYJOB_FILE", "ROLLOUTS_DIR", "RUN_FILES",
+           "COMPARISON_PAGE", "ERROR_LOG", "INDEX", "RAYJOB_FILE", "ROLLOUTS_DIR", "RUN_FILES", "RUN_MARKERS",
            "RunDir", "STOP_FILE", "SUITES_DIR", "SUITE_FILE", "SUMMARY_CACHE", "SWEEPS_DIR",
            "SWEEP_FILE", "TREND_CACHE", "default_root", "is_run_dir", "lane_cluster_file",
            "new_run_id", "now_iso", "write_atomic", "write_json", "write_redacted"]  # fmt: skip
@@ -147,5 +147,9 @@ def write_redacted(path: Path, text: str, *, form: str | None = None) -> Path:
     return write_atomic(Path(path), redact_document(text, form or form_of(path)))
 
 
+# What makes a folder a run directory (the index, publish and the checks agree on it).
+RUN_MARKERS = (RUN_FILES["run"], RUN_FILES["log"])
+
+
 def is_run_dir(path: Path) -> bool:
-    return (Path(path) / RUN_FILES["run"]).exists() or (Path(path) / RUN_FILES["log"]).exists()
+    return any((Path(path) / name).exists() for name in RUN_MARKERS)

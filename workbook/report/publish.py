@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbook.core import redaction
-from workbook.core.layout import INDEX, RUN_FILES, SUITE_FILE, write_atomic
+from workbook.core.layout import INDEX, RUN_FILES, RUN_MARKERS, SUITE_FILE, write_atomic
 from workbook.errors import InputError
 from workbook.report.index import write_index
 
@@ -33,7 +33,6 @@ from workbook.report.index import write_index
 PUBLISHED_FILES = ("report", "run", "checks", "params", "command_json", "command_sh", "metrics",
                    "log")
 FOLDER_FILES = (SUITE_FILE,)  # what a folder that is not a run contributes (a suite night)
-_MARKERS = (RUN_FILES["run"], RUN_FILES["log"])  # what makes a folder a run, as in the index
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK  # no link, no blocking on a FIFO
 
 
@@ -112,7 +111,7 @@ def _walk(root: Path, shown: Path, skipped: list[str]) -> Iterator[tuple[Path, i
     to a folder is recorded in ``skipped`` (named under ``shown``) and not followed."""
     for top, dirs, _files, dir_fd in os.fwalk(root, follow_symlinks=False):
         folder = Path(top)
-        is_run = any(_exists(name, dir_fd) for name in _MARKERS)
+        is_run = any(_exists(name, dir_fd) for name in RUN_MARKERS)
         keep = []
         for name in sorted(dirs):
             if name.startswith(".") or is_run:
