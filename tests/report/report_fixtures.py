@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from workbook import provenance
-from workbook.metrics.diagnosis import diagnose
+from workbook.metrics.reading import diagnose
 
 DATA = Path(__file__).parent / "data"
 PASS_ROWS = [

@@ -8,7 +8,7 @@ replayed a rollout dump.
 
 Input that is not a run directory, a console log or a JSONL file is refused here (exit 2), by
 the loader's :func:`~workbook.metrics.loading.input_kind`; whether a training step completed
-is decided once, by :func:`~workbook.metrics.diagnosis.trained`, for every command.
+is decided once, by :func:`~workbook.metrics.log_facts.trained`, for every command.
 """
 
 from __future__ import annotations
@@ -22,16 +22,18 @@ from typing import Any
 from workbook.core import project
 from workbook.core.layout import RUN_FILES, is_run_dir
 from workbook.core.serialization import load_yaml
+from workbook.core.status import BARE
 from workbook.errors import InputError
-from workbook.metrics.diagnosis import diagnose, positive_int, trained
-from workbook.metrics.loading import input_kind, load_metrics
+from workbook.metrics.loading import input_kind
+from workbook.metrics.log_facts import positive_int, trained
 from workbook.metrics.model import RunMetrics
+from workbook.metrics.reading import diagnose, reading_of
 from workbook.params.settings import settings_of
 from workbook.provenance import hardware_key
 
 PACKAGE_PARAMS = project.root() / "params"  # the checkout's own, whatever $WORKBOOK_PARAMS says
 # run.json statuses that say nothing about how a process ended (an imported log has no process)
-BARE_STATUSES = (None, "imported", "unknown")
+BARE_STATUSES = BARE
 
 
 @dataclass
@@ -153,7 +155,6 @@ def is_run_directory(path: Path) -> bool:
 
 
 def _metrics(path: Path) -> RunMetrics:
-    """A run directory that never got as far as writing a log has no metrics (and failed)."""
-    if path.is_dir() and not any((path / RUN_FILES[k]).exists() for k in ("metrics", "log")):
-        return RunMetrics()
-    return load_metrics(path)
+    """The one reading of the run's files (a run directory that never got as far as writing
+    a log has no metrics, and failed)."""
+    return reading_of(path).metrics

@@ -21,6 +21,7 @@ from typing import Any
 from workbook.checks.domains import is_clip_fraction, must_be_finite
 from workbook.checks.evidence import Evidence
 from workbook.checks.rows import CheckRow, steps_text
+from workbook.core.status import RunStatus
 from workbook.metrics.diagnosis import NO_METRICS_LABEL
 
 FINITE_CHECK = "losses, KL, entropy and gradient norms finite"
@@ -50,11 +51,11 @@ def completed_row(evidence: Evidence) -> CheckRow:
     value = None if code is None else float(code)
     expected = "finished: exit code 0, no fatal error in the log, a training step completed"
     name = "run completed"
-    if not evidence.trained and status not in ("failed", "stopped"):
+    if not evidence.trained and status not in (RunStatus.FAILED, RunStatus.STOPPED):
         # The diagnosis of gathered evidence says so already; evidence built elsewhere may not.
         return CheckRow(name=name, kind="run", status="fail", value=value, expected=expected,
                         message=f"{NO_METRICS_LABEL} (diagnosis: {status})")
-    if status == "succeeded":
+    if status == RunStatus.SUCCEEDED:
         return CheckRow(name=name, kind="run", status="pass", value=value, expected=expected,
                         message=str(d.get("summary") or ""))
     if status == "incomplete" and evidence.bare and evidence.expected_steps is None:

@@ -16,6 +16,7 @@ from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from workbook.checks.verdict import Verdict
 from workbook.core.layout import write_redacted
+from workbook.core.status import Verdict as Word
 
 
 def verdict_suite(verdict: Verdict, name: str, *, time_s: float | None = None,
@@ -67,9 +68,9 @@ def _run_case(verdict: Verdict, name: str, time_s: float | None) -> TestCase:
     diagnosis = verdict.diagnosis or {}
     detail = "\n".join([str(diagnosis.get("summary") or ""),
                         *[str(line) for line in diagnosis.get("evidence") or []]]).strip()
-    if verdict.status in ("failed", "stopped"):
+    if verdict.status in (Word.FAILED, Word.STOPPED):
         case.result = [_text(Error(verdict.reason, verdict.status), detail)]
-    elif verdict.status == "regressed":
+    elif verdict.status == Word.REGRESSED:
         case.result = [_text(Failure(verdict.reason, "regressed"), detail)]
     case.system_out = f"verdict: {verdict.status}: {verdict.reason}"
     return case

@@ -33,12 +33,14 @@ from workbook.checks.health import divergence, health_rows, required_step
 from workbook.checks.rows import CheckRow, error_row
 from workbook.checks.spec import CheckSpec
 from workbook.core.layout import write_json
+from workbook.core.status import FINISHED_VERDICTS, RunStatus
+from workbook.core.status import Verdict as Word
 from workbook.errors import EXIT_PASSED, EXIT_REGRESSED, EXIT_RUN_FAILED
 
-VERDICTS = {"passed": EXIT_PASSED, "regressed": EXIT_REGRESSED, "failed": EXIT_RUN_FAILED,
-            "stopped": EXIT_RUN_FAILED}
+VERDICTS = {Word.PASSED.value: EXIT_PASSED, Word.REGRESSED.value: EXIT_REGRESSED,
+            Word.FAILED.value: EXIT_RUN_FAILED, Word.STOPPED.value: EXIT_RUN_FAILED}
 # Verdicts a suite or sweep keeps when it resumes; a stopped run is run again.
-FINISHED = ("passed", "regressed", "failed")
+FINISHED = FINISHED_VERDICTS
 COUNTED = ("pass", "fail", "error", "not_measured", "not_comparable")
 
 
@@ -126,14 +128,14 @@ def expression_row(expression: Expression, evidence: Evidence,
 
 def _outcome(rows: list[CheckRow], diagnosis: dict[str, Any]) -> tuple[str, str]:
     run_failures = [r for r in rows if r.kind == "run" and r.status != "pass"]
-    if diagnosis.get("status") == "stopped":
-        return "stopped", "; ".join(r.message for r in run_failures) or "stopped by the user"
+    if diagnosis.get("status") == RunStatus.STOPPED:
+        return Word.STOPPED.value, "; ".join(r.message for r in run_failures) or "stopped by the user"
     if run_failures:
         messages: list[str] = []
         for message in (r.message for r in run_failures):
             if not any(message in earlier for earlier in messages):
                 messages.append(message)
-        return "failed", "; ".join(messages)
+        return Word.FAILED.value, "; ".join(messages)
     judged = [r for r in rows if r.judged]
     bad = [r for r in judged if r.status != "pass"]
     aside = _aside(rows)
@@ -141,9 +143,9 @@ def _outcome(rows: list[CheckRow], diagnosis: dict[str, Any]) -> tuple[str, str]
         failed, errors = sum(r.status == "fail" for r in bad), sum(r.status == "error" for r in bad)
         counts = " and ".join(p for p in (f"{failed} failed" if failed else "",
                                           f"{errors} could not be computed" if errors else "") if p)
-        return "regressed", f"{counts} of {len(judged)} checks; first: {bad[0].name}: " \
+        return Word.REGRESSED.value, f"{counts} of {len(judged)} checks; first: {bad[0].name}: " \
                             f"{bad[0].message}{aside}"
-    return "passed", f"all {len(judged)} checks passed{aside}"
+    return Word.PASSED.value, f"all {len(judged)} checks passed{aside}"
 
 
 def _aside(checks: list[CheckRow]) -> str:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from workbook.core.redaction import dump_json
-from workbook.metrics.diagnosis import diagnose
+from workbook.metrics.reading import diagnose
 
 EPILOG = """examples:
   workbook diagnose runs/gspo-tiny/20261129T181829Z-1a2b3c    # uses run.json's exit code

@@ -8,9 +8,9 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from workbook.core.layout import RUN_FILES, RunDir, default_root, is_run_dir
-from workbook.errors import InputError
-from workbook.launch.leftovers import ACTIVE
+from workbook.core.layout import ERROR_LOG, RUN_FILES, RunDir, default_root, is_run_dir
+from workbook.core.status import ACTIVE, RunStatus
+from workbook.errors import InputError, RunFailed
 
 REPORT_EPILOG = """examples:
   workbook report runs/gspo-tiny-1n1cpu-fsdp2-vllm/20261129T181829Z-1a2b3c
@@ -62,14 +62,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    """Judge (as ``workbook check`` would), render, and exit with the verdict's code.
+    """Close the run (judged again only if its inputs changed), render, exit with the verdict.
 
     A run still running is rendered as it stands and not judged: it has not passed (3).
     """
-    from workbook.checks.runner import judge_run_dir
     from workbook.checks.verdict import exit_code_of
     from workbook.metrics.loading import input_kind
-    from workbook.report.render import render_report
+    from workbook.run.life import close, judge
 
     path: Path = args.path
     if input_kind(path) == "run directory":  # MetricsError (exit 2): not a run, log or JSONL
@@ -77,26 +76,30 @@ def report_command(args: argparse.Namespace) -> int:
             raise InputError(
                 f"{path}: not a run directory (no {RUN_FILES['run']} or {RUN_FILES['log']})"
             )
-        status: str | None = None
-        if RunDir(path).read_json("run").get("status") not in ACTIVE:
-            status = judge_run_dir(path).status
-        report = render_report(path)
-        if args.out:
-            args.out.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(report, args.out / report.name)
-            report = args.out / report.name
+        rd = RunDir(path.resolve())
     else:
-        imported = import_log(path, args.out or default_root())
-        status = judge_run_dir(imported.path).status
-        report = render_report(imported.path)
+        rd = import_log(path, args.out or default_root())
+    judge(rd)  # bad input (a baseline that cannot be read) is exit 2, before anything is written
+    done = close(rd, announce=False, rerender=True)
+    for error in done.errors:
+        print(f"workbook: {error} (traceback in {rd.path / ERROR_LOG})", file=sys.stderr)
+    if done.report is None:
+        raise RunFailed(f"{rd.path}: the report could not be rendered: "
+                        + "; ".join(done.errors))
+    report = done.report
+    if args.out and not rd.path.is_relative_to(Path(args.out).resolve()):
+        args.out.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(report, args.out / report.name)
+        report = args.out / report.name
     print(report)
+    status = rd.verdict().get("status") if rd.read_json("run").get("status") not in ACTIVE else None
     return exit_code_of(status)
 
 
 def import_log(source: Path, runs_root: Path) -> RunDir:
     """A new run directory (scenario ``imported``) holding a log or JSONL from elsewhere."""
-    from workbook.metrics.diagnosis import diagnose
     from workbook.metrics.loading import is_jsonl_file, load_metrics
+    from workbook.metrics.reading import diagnose
 
     metrics = load_metrics(source)  # MetricsError (exit 2) when unreadable
     run = RunDir.create(Path(runs_root), "imported")
@@ -105,11 +108,12 @@ def import_log(source: Path, runs_root: Path) -> RunDir:
     run.update_run(
         run_id=run.run_id,
         scenario="imported",
-        status="imported",  # no process ended here: the log's own words are the evidence
+        status=RunStatus.IMPORTED.value,  # no process ended here: the log's own words are the evidence
         exit_code=None,
         started_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         message=f"imported from {source.resolve()}",
         source=str(source.resolve()),
+        runs_root=str(Path(runs_root).resolve()),
         diagnosis=diagnosis,
     )  # versions and host of the original run are unknown
     return run

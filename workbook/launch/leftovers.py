@@ -19,10 +19,9 @@ from typing import Any
 
 from workbook.command.builder import ray_temp_dir
 from workbook.core.layout import RUN_FILES
+from workbook.core.status import ACTIVE
 from workbook.launch import processes
 from workbook.launch.ray_client import TERMINAL_STATUSES
-
-ACTIVE = ("prepared", "running")
 
 
 def owner_record() -> dict[str, Any]:

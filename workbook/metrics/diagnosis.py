@@ -1,10 +1,8 @@
 """Why a run failed, in one line, with the log lines that show it.
 
-A failed verl run leaves its cause somewhere in Ray's noise: a worker's traceback, a Ray wrapper
-around it (``RayTaskError(OutOfMemoryError)``), Hydra's short config message, an Ascend error code
-(``failures`` says what each looks like). :class:`Diagnoser` reads the log line by line
-(streaming) and keeps *signals*: lines that name a failure, classified by what they say. At the
-end it picks the root cause:
+:class:`Diagnoser` reads a log line by line (streaming): the run's own facts
+(:class:`~workbook.metrics.log_facts.LogFacts`) and the lines that name a failure
+(:class:`~workbook.metrics.signals.SignalScanner`). At the end it picks the root cause:
 
 * a signal is *fatal* only if the run made no step progress after it (a worker traceback in a run
   that went on to later steps is noise);
@@ -17,65 +15,27 @@ end it picks the root cause:
   ``failed`` with category ``no_metrics`` whatever its exit code says, unless the log names a
   more specific cause (an OOM before step 1) or the run was stopped or killed.
 
-On the way it also reads what the log says about the run itself: how many steps it was meant to
-train (verl's ``Total training steps: N`` line, the ``Training Progress: k/N`` bar, the echoed
-config) and which steps replayed a rollout dump (``[RolloutTqSkip()] Injected ... at current
-step k``), so a bare log is judged against its own expectations.
+Reading a log or a run directory, once, is :mod:`workbook.metrics.reading`'s.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbook.core.layout import RUN_FILES, RunDir
 from workbook.core.serialization import load_yaml
-from workbook.metrics.console import clean, ray_prefix, strip_prefix
-from workbook.metrics.failures import (
-    CONFIG_FRAME_RE,
-    EXCEPTION_RE,
-    IMPORT_RE,
-    KEYWORDS,
-    KILL_EXIT_CODES,
-    LABELS,
-    PATTERNS,
-    PRIORITY,
-    TASK_RE,
-    WRAPPER_RE,
-)
-from workbook.metrics.lines import iter_lines
-from workbook.metrics.loading import input_kind, is_jsonl_file, load_metrics
+from workbook.core.status import RunStatus
+from workbook.metrics.failures import KILL_EXIT_CODES, LABELS, PRIORITY
+from workbook.metrics.log_facts import LogFacts, is_validation, positive_int, trained
 from workbook.metrics.model import RunMetrics
-from workbook.metrics.progress import PROGRESS_RE
-from workbook.metrics.rows import find_row
+from workbook.metrics.signals import Signal, SignalScanner
 
 STATUSES = ("succeeded", "failed", "incomplete", "stopped")
-STOP_STATUSES = ("stopped", "timeout")
-# What the log says about the run itself (see the module docstring).
-_TOTAL_RE = re.compile(r"Total training steps: (\d+)")
-_CONFIG_TOTAL_RE = re.compile(r"['\"]?total_training_steps['\"]?\s*[:=]\s*(\d+)")
-_REPLAYED_RE = re.compile(r"RolloutTqSkip\(\)\].*Injected .* at current step (\d+)")
+STOP_STATUSES = (RunStatus.STOPPED.value, RunStatus.TIMEOUT.value)
 NO_METRICS = "no_metrics"
 NO_METRICS_LABEL = "No metrics: no training step completed"
-VALIDATION_PREFIXES = ("val-", "val/")  # verl's validation metrics: logged before any training
 MAX_EVIDENCE = 6
-MAX_LINE = 400
-MAX_SIGNALS = 5000
-
-
-@dataclass
-class Signal:
-    """One log line that names a failure."""
-
-    line: int
-    category: str
-    text: str
-    content: str
-    step_before: int | None
-    specific: bool
-    task: str | None = None
 
 
 @dataclass
@@ -102,22 +62,6 @@ class Diagnosis:
         }
 
 
-def trained(metrics: RunMetrics | None, training_row_seen: bool = False) -> bool:
-    """Whether a training step completed: the one test of "evidence of training".
-
-    Some step logged a metric that is not validation (verl logs its initial validation at
-    step 0 before it trains; old verl also trains at step 0). Without metrics (a diagnosis
-    from lines alone) the diagnoser's own reading of the step lines decides.
-    """
-    if metrics is None:
-        return training_row_seen
-    return any(not is_validation(name) for name in metrics.names())
-
-
-def is_validation(name: str) -> bool:
-    return name.startswith(VALIDATION_PREFIXES)
-
-
 def no_metrics(last_step: int | None, exit_code: int | None) -> Diagnosis:
     """The diagnosis of a run with no training step, whatever its exit code says."""
     seen = "" if last_step is None else f"; only validation metrics, at step {last_step}"
@@ -130,130 +74,33 @@ class Diagnoser:
 
     def __init__(self) -> None:
         self.lineno = 0
-        self.max_step: int | None = None
-        self.training_row_seen = False  # a step line with a metric that is not validation
-        self.signals: list[Signal] = []
-        self._trace: dict[str, int] = {}  # prefix -> 0 none, 1 in traceback, 2 after exception line
-        self._config_frames: set[str] = (
-            set()
-        )  # prefixes whose current traceback went through config code
-        self._chained: set[str] = (
-            set()
-        )  # prefixes between "The above exception..." and its traceback
-        self._task: dict[str, str] = {}
-        self._wrapped: set[str] = set()  # exception types seen inside RayTaskError(...) wrappers
-        self.progress_total: int | None = None  # N of verl's "Training Progress: k/N" bar
-        self.stated_total: int | None = None  # "Total training steps: N" or the echoed config
-        self.replayed: set[int] = set()
-
-    def _wrapped_root(self, content: str) -> bool:
-        """The ``AssertionError: ...`` line a ``RayTaskError(AssertionError)`` wraps is the root
-        cause, even where Ray prints it without a ``Traceback`` header of its own."""
-        match = EXCEPTION_RE.match(content)
-        if match is None:
-            return False
-        if match.group("inner") and WRAPPER_RE.match(content):
-            self._wrapped.add(match.group("inner").rsplit(".", 1)[-1])
-            return False
-        return match.group("type").rsplit(".", 1)[-1] in self._wrapped
+        self.facts = LogFacts()
+        self.scanner = SignalScanner()
 
     def feed(self, raw: str) -> None:
         self.lineno += 1
-        if "raining" in raw or "RolloutTqSkip" in raw:
-            self._read_facts(raw)
-        if "step:" in raw:
-            row = find_row(strip_prefix(clean(raw)))
-            if row is not None:  # a metrics row: progress, never an error
-                step = int(row[5 : row.find(" ")] if " " in row else row[5:])
-                self.max_step = step if self.max_step is None else max(self.max_step, step)
-                if not self.training_row_seen:  # "step:N - name:value - ...", names checked once
-                    self.training_row_seen = any(
-                        not is_validation(pair.strip()) for pair in row.split(" - ")[1:])
-                return
-        if not self._trace and not any(word in raw for word in KEYWORDS):
-            return
-        line = clean(raw)
-        prefix = ray_prefix(line)
-        content = strip_prefix(line)
-        task = TASK_RE.search(content)
-        if task and "RayTaskError" in content:
-            self._task[prefix] = task.group(1)
-        wrapped_root = self._wrapped_root(content)
-        exception = self._track_traceback(prefix, content) or wrapped_root
-        category = self._classify(content, exception, prefix in self._config_frames)
-        if category is not None and len(self.signals) < MAX_SIGNALS:
-            self.signals.append(
-                Signal(
-                    self.lineno,
-                    category,
-                    line.strip()[:MAX_LINE],
-                    content.strip()[:MAX_LINE],
-                    self.max_step,
-                    not WRAPPER_RE.match(content),
-                    self._task.get(prefix),
-                )
-            )
+        if not self.facts.feed(raw):  # a metrics row is progress, never an error
+            self.scanner.feed(self.lineno, raw, self.facts.max_step)
 
-    def _read_facts(self, raw: str) -> None:
-        """Expected steps and replayed steps, as the log states them."""
-        if "Training Progress" in raw:
-            totals = [int(m.group(2)) for m in PROGRESS_RE.finditer(raw)]
-            if totals:
-                self.progress_total = max(totals + [self.progress_total or 0])
-        elif "otal training steps" in raw or "total_training_steps" in raw:
-            match = _TOTAL_RE.search(raw) or _CONFIG_TOTAL_RE.search(raw)
-            if match and int(match.group(1)) > 0:
-                self.stated_total = int(match.group(1))
-        elif "Injected" in raw:
-            match = _REPLAYED_RE.search(raw)
-            if match:
-                self.replayed.add(int(match.group(1)))
+    @property
+    def signals(self) -> list[Signal]:
+        return self.scanner.signals
+
+    @property
+    def max_step(self) -> int | None:
+        return self.facts.max_step
+
+    @property
+    def training_row_seen(self) -> bool:
+        return self.facts.training_row_seen
+
+    @property
+    def replayed(self) -> set[int]:
+        return self.facts.replayed
 
     @property
     def expected_steps(self) -> int | None:
-        """The bar's total (what the trainer really ran to), else the stated total."""
-        return self.progress_total or self.stated_total
-
-    def _track_traceback(self, prefix: str, content: str) -> bool:
-        """Follow Python (and Ray's chained) tracebacks; True for an exception line."""
-        state = self._trace.get(prefix, 0)
-        if content.startswith("Traceback (most recent call last)"):
-            if (
-                prefix not in self._chained
-            ):  # a chained traceback ("direct cause of") keeps the context
-                self._config_frames.discard(prefix)
-            self._chained.discard(prefix)
-            self._trace[prefix] = 1
-            return False
-        if content.startswith(("The above exception", "During handling of the above")):
-            self._chained.add(prefix)
-            return False
-        if state == 0:
-            return bool(EXCEPTION_RE.match(content)) and "." in content.split(":", 1)[0]
-        if content[:1] in (" ", "\t") or not content:
-            if state == 2 and not content.lstrip().startswith('File "'):
-                self._trace.pop(prefix, None)
-                return False
-            if CONFIG_FRAME_RE.search(content):
-                self._config_frames.add(prefix)
-            self._trace[prefix] = 1
-            return False
-        if EXCEPTION_RE.match(content):
-            self._trace[prefix] = 2  # Ray prints further frames under its wrapper line
-            return True
-        self._trace.pop(prefix, None)
-        return False
-
-    @staticmethod
-    def _classify(content: str, exception: bool, in_config_code: bool) -> str | None:
-        for category, pattern in PATTERNS:
-            if pattern.search(content):
-                return category
-        if exception:
-            if IMPORT_RE.search(content):
-                return "import_error"
-            return "config_error" if in_config_code else "python_exception"
-        return None
+        return self.facts.expected_steps
 
     def result(
         self,
@@ -380,54 +227,6 @@ class Diagnoser:
         return Diagnosis("failed", category, summary, evidence, last_step)
 
 
-def diagnose(
-    log: Path | str | Iterable[str],
-    *,
-    exit_code: int | None = None,
-    metrics: RunMetrics | None = None,
-    expected_steps: int | None = None,
-    status: str | None = None,
-) -> Diagnosis:
-    """Diagnose a run from its console log, a metrics JSONL file, a run directory or lines.
-
-    ``status`` is the launcher's terminal status when known (``stopped``/``timeout`` mean the
-    run was ended on purpose: category ``killed`` unless the log shows an OOM). For a run
-    directory, ``run.json``'s ``exit_code`` and ``status`` and the steps it was to train
-    (:func:`run_dir_expected_steps`) are used when not given, and the metrics come from
-    ``metrics.jsonl`` and ``run.log``.
-
-    Raises:
-        MetricsError: the path is not a log, JSONL file or run directory (exit 2).
-    """
-    diagnoser = Diagnoser()
-    lines: Iterable[str] = ()
-    if isinstance(log, (str, Path)):
-        path = Path(log)
-        if input_kind(path) == "run directory":
-            record = RunDir(path).read_json("run")
-            exit_code = exit_code if exit_code is not None else record.get("exit_code")
-            status = status if status is not None else record.get("status")
-            expected_steps = expected_steps or run_dir_expected_steps(path, record)
-            status = None if status in ("imported", "unknown", "prepared", "running") else status
-            if metrics is None and (
-                (path / RUN_FILES["metrics"]).exists() or (path / RUN_FILES["log"]).exists()
-            ):
-                metrics = load_metrics(path)  # refuses a run.log that is a FIFO or a device
-            if (path / RUN_FILES["log"]).exists():
-                lines = iter_lines(path / RUN_FILES["log"])
-        elif is_jsonl_file(path):
-            metrics = metrics if metrics is not None else load_metrics(path)
-        else:
-            lines = iter_lines(path)
-    else:
-        lines = log
-    for line in lines:
-        diagnoser.feed(line)
-    return diagnoser.result(
-        exit_code=exit_code, metrics=metrics, expected_steps=expected_steps, status=status
-    )
-
-
 def run_dir_expected_steps(path: Path, record: dict[str, object] | None = None) -> int | None:
     """The steps a run directory was to train: its resolved params', else run.json's."""
     params = Path(path) / RUN_FILES["params"]
@@ -441,16 +240,9 @@ def run_dir_expected_steps(path: Path, record: dict[str, object] | None = None) 
     return None
 
 
-def positive_int(value: object) -> int | None:
-    """``value`` as a positive int, None for anything else (a missing or garbled field)."""
-    if isinstance(value, bool):
-        return None
-    try:
-        number = int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return number if number > 0 else None
-
-
 def _step_text(step: int | None) -> str:
     return "no step completed" if step is None else f"last step {step}"
+
+
+__all__ = ["Diagnoser", "Diagnosis", "NO_METRICS", "NO_METRICS_LABEL", "Signal", "is_validation",
+           "no_metrics", "positive_int", "run_dir_expected_steps", "trained"]

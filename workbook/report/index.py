@@ -26,6 +26,7 @@ from workbook.core.layout import (
     TREND_CACHE,
     write_atomic,
 )
+from workbook.core.status import SHOWN
 from workbook.plots.trends import trend_chart
 from workbook.report.page import page
 from workbook.report.summary import HEADLINES, RunSummary, RunTree, scan, summarize
@@ -95,7 +96,7 @@ def _filters(runs: list[RunSummary]) -> str:
     scenarios = sorted({r.scenario for r in runs})
     verdicts = [
         v
-        for v in ("passed", "regressed", "failed", "stopped", "running", "unjudged", "unknown")
+        for v in SHOWN
         if any(r.verdict == v for r in runs)
     ]
 

@@ -17,14 +17,12 @@ from typing import Any
 
 from workbook.core.layout import RUN_FILES
 from workbook.core.redaction import LineRedactor, form_of, redact_document, redact_mapping
+from workbook.core.status import FAILED_STATUSES, VERDICTS, RunStatus, Shown, Verdict
 from workbook.errors import MetricsError
 from workbook.metrics import progress
 from workbook.metrics.console import ANSI_RE
 from workbook.metrics.model import RunMetrics
 from workbook.plots.panels import Band
-
-VERDICTS = ("passed", "regressed", "failed", "stopped")
-FAILED_STATUSES = ("failed", "timeout")
 
 
 @dataclass
@@ -46,7 +44,7 @@ class RunView:
 
     @property
     def status(self) -> str:
-        return str(self.run.get("status") or ("unknown" if not self.run else "running"))
+        return str(self.run.get("status") or (Shown.UNKNOWN if not self.run else Shown.RUNNING))
 
     @property
     def verdict(self) -> tuple[str, str]:
@@ -56,14 +54,14 @@ class RunView:
             if status in VERDICTS:
                 return status, reason
         diagnosis = self.run.get("diagnosis") or {}
-        if self.status == "stopped":
-            return "stopped", diagnosis.get("summary") or "stopped by the user"
+        if self.status == RunStatus.STOPPED:
+            return Verdict.STOPPED.value, diagnosis.get("summary") or "stopped by the user"
         if self.status in FAILED_STATUSES:
             why = diagnosis.get("summary") or self.run.get("message") or f"run {self.status}"
-            return "failed", f"run {self.status}: {why}" if self.status not in why else why
-        if self.status == "running":
-            return "running", "the run has not finished"
-        return "unjudged", f"run {self.status}; no checks were evaluated"
+            return Verdict.FAILED.value, f"run {self.status}: {why}" if self.status not in why else why
+        if self.status == RunStatus.RUNNING:
+            return Shown.RUNNING.value, "the run has not finished"
+        return Shown.UNJUDGED.value, f"run {self.status}; no checks were evaluated"
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -152,7 +150,8 @@ def _signature(path: Path) -> tuple[object, ...]:
 
 def read_metrics(path: Path, *, quick: bool = False) -> RunMetrics:
     """The run's metrics through the shared loader; none when the run logged none."""
-    from workbook.metrics.loading import load_metrics, read_metrics_file
+    from workbook.metrics.loading import read_metrics_file
+    from workbook.metrics.reading import reading_of
 
     jsonl = path / RUN_FILES["metrics"]
     if not jsonl.exists() and not (path / RUN_FILES["log"]).exists():
@@ -160,7 +159,7 @@ def read_metrics(path: Path, *, quick: bool = False) -> RunMetrics:
     try:
         if quick and jsonl.is_file() and jsonl.stat().st_size:
             return read_metrics_file(jsonl)
-        return load_metrics(path)
+        return reading_of(path).metrics  # the one reading the checks used too
     except MetricsError:
         return RunMetrics()
 

@@ -52,8 +52,8 @@ def execute_run(params: Path, sets: list[str], rd: RunDir, *, runs_root: Path,
     """Run ``params`` (with ``sets``) into the directory ``rd``; never raises for the run's own
     failure. ``runs_root`` is the root whose index the run joins (a suite's or sweep's run
     directory sits deeper). ``on_stop`` ``"stop"`` turns SIGINT/SIGTERM into a stop request."""
+    from workbook.run.life import DRIVEN, close
     from workbook.run.notebook import execute
-    from workbook.run.steps import DRIVEN, finish
 
     t0 = time.monotonic()
     notebook = notebook or notebook_for(launcher)
@@ -69,8 +69,8 @@ def execute_run(params: Path, sets: list[str], rd: RunDir, *, runs_root: Path,
         except Exception as exc:  # noqa: BLE001 - a dead kernel: the run failed, finish it
             print(f"workbook: the notebook died: {type(exc).__name__}: {exc}", file=sys.stderr)
     done = None
-    if not rd.read_json("run").get("finished_at"):
-        done = finish(rd.path, announce=False)
+    if not rd.read_json("run").get("finished_at"):  # the notebook did not get to close it
+        done = close(rd.path, announce=False)
     verdict = rd.verdict()
     status = str(verdict.get("status") or "failed")
     report = rd.file("report")

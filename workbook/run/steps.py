@@ -1,17 +1,15 @@
 """The steps a notebook cell (or ``workbook run``) calls, one per cell: prepare, launch, judge,
-finish.
+finish (``pipeline.<step>`` in the notebooks).
 
 Each step reads and writes the run directory, so a notebook re-opened later, ``workbook
-report`` or ``workbook check`` can pick up from whatever the last step left. ``finish`` is the
-notebook's last cell and also what ``workbook run`` does after the notebook, whatever became of
-it: record how the run ended, judge it, render the report, update the index -- each step even
-when another fails. So JupyterLab, plain papermill and ``workbook run`` leave the same run
-directory.
+report`` or ``workbook check`` can pick up from whatever the last step left. Preparing and
+launching are here; judging and finishing are :mod:`workbook.run.life`'s, the one place that
+closes a run, each step once. So JupyterLab, plain papermill and ``workbook run`` leave the
+same run directory.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from collections.abc import Iterable
@@ -23,11 +21,13 @@ from workbook import provenance
 from workbook.command import as_json, as_shell, build_plan
 from workbook.command.builder import ROLLOUTS_DIR
 from workbook.command.plan import Plan
-from workbook.core.layout import ERROR_LOG, RunDir, default_root, now_iso, write_redacted
+from workbook.core.layout import RunDir, default_root, write_redacted
 from workbook.core.project import find_scenario
 from workbook.core.serialization import dump_yaml
+from workbook.core.status import RunStatus
 from workbook.launch.outcome import Outcome
 from workbook.params import Scenario
+from workbook.run.life import DRIVEN, Finished, close, driven, finish, judge, record_outcome
 from workbook.scenario import ready_to_launch, validate_scenario
 
 
@@ -117,7 +117,7 @@ def prepare(
         "run_id": rd.run_id,
         "scenario": s.name,
         "scenario_file": str(scenario_file),
-        "status": "prepared",
+        "status": RunStatus.PREPARED.value,
         "launcher": s.launcher,
         "profile": s.profile,
         "nodes": s.nodes,
@@ -201,120 +201,9 @@ def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
     finally:
         if view is not None:
             view.close(reader.metrics)
-    record_outcome(run, outcome)
+    record_outcome(run.run_dir, outcome, expected_steps=run.scenario.total_training_steps)
     return outcome
 
 
-def record_outcome(run: Run | RunDir, outcome: Outcome) -> dict[str, Any]:
-    """Write the outcome, the metrics reached and a diagnosis into run.json (a run directory
-    that never got as far as its log or its resolved params is recorded too)."""
-    from workbook.metrics.diagnosis import diagnose
-    from workbook.metrics.loading import load_metrics
-    from workbook.metrics.model import RunMetrics
-
-    rd = run.run_dir if isinstance(run, Run) else run
-    expected = (run.scenario.total_training_steps if isinstance(run, Run)
-                else rd.read_json("run").get("expected_steps"))
-    logged = rd.file("log").exists() or rd.file("metrics").exists()
-    metrics = load_metrics(rd.path) if logged else RunMetrics()
-    diagnosis = diagnose(
-        rd.file("log") if rd.file("log").exists() else [],
-        exit_code=outcome.exit_code,
-        metrics=metrics,
-        expected_steps=expected,
-        status=outcome.status,
-    ).to_dict()
-    fields = outcome.to_dict()
-    details = fields.pop("details", {})
-    return rd.update_run(  # run.json is redacted inside its structure as it is written
-        **fields,
-        launch_details=details,
-        steps_reached=metrics.last_step,
-        diagnosis=diagnosis,
-    )
-
-
-def judge(run: Run) -> dict[str, Any]:
-    """Checks against the scenario's baseline and expressions -> checks.json and the verdict."""
-    from workbook.checks.runner import judge_run_dir
-
-    verdict = judge_run_dir(run.run_dir.path, scenario=run.scenario.model_dump(mode="json"),
-                            params_dir=run.scenario_file.parent)
-    return verdict.to_dict()
-
-
-@dataclass
-class Finished:
-    """What ``finish`` did: the report, and any step that failed (its traceback is in the run)."""
-
-    run_dir: Path
-    report: Path | None
-    errors: list[str] = field(default_factory=list)
-
-    def _repr_html_(self) -> str:
-        report = f"<code>{self.report}</code>" if self.report else "not written"
-        failed = "".join(f"<li>{e}</li>" for e in self.errors)
-        return (f"<p data-finished>Report: {report}; run directory <code>{self.run_dir}</code></p>"
-                + (f"<p>Steps that failed:</p><ul>{failed}</ul>" if failed else ""))
-
-
-
-
-def finish(run: Run | str | Path, *, announce: bool = True) -> Finished:
-    """Close a run: record how it ended, judge it, render ``report.html``, update the index.
-
-    Each step runs even when an earlier one fails; a failure is kept with its traceback in the
-    run's ``workbook-error.log`` and returned. A run still marked running (its notebook or
-    kernel died) is recorded as failed and whatever it left running is ended first.
-    ``announce`` prints the report path to the terminal the run was started from (papermill
-    shows no cell output there).
-    """
-    import traceback
-
-    from workbook.checks.runner import judge_run_dir
-
-    rd = run.run_dir if isinstance(run, Run) else RunDir(Path(run).resolve())
-    done = Finished(rd.path, None)
-
-    def step(name: str, action: Any) -> Any:
-        try:
-            return action()
-        except Exception as exc:  # noqa: BLE001 - every clean-up step must get its turn
-            done.errors.append(f"{name}: {type(exc).__name__}: {exc}")
-            with open(rd.path / ERROR_LOG, "a", encoding="utf-8") as log:
-                log.write(f"--- {name}\n{traceback.format_exc()}\n")
-            return None
-
-    step("record the outcome", lambda: _record_unfinished(rd))
-    step("judge", lambda: judge_run_dir(rd.path))
-    from workbook.report.index import write_index
-    from workbook.report.render import render_report
-
-    done.report = step("render the report", lambda: render_report(rd.path))
-    root = rd.read_json("run").get("runs_root")
-    step("update the index", lambda: write_index(Path(root) if root else rd.path.parents[1]))
-    step("record the end", lambda: rd.update_run(finished_at=now_iso(), finish_errors=done.errors))
-    if announce and not driven():
-        print(f"workbook: report {done.report or 'not written'} (run {rd.path})",
-              file=sys.__stderr__, flush=True)
-    return done
-
-
-DRIVEN = "WORKBOOK_DRIVEN"  # set by `workbook run` for the kernels it starts
-
-
-def driven() -> bool:
-    """Whether ``workbook run`` drives this kernel (it prints progress itself)."""
-    return bool(os.environ.get(DRIVEN))
-
-
-def _record_unfinished(rd: RunDir) -> None:
-    """A run whose notebook died leaves 'prepared'/'running': end what it started, record it."""
-    from workbook.launch.leftovers import ACTIVE, end_run
-
-    info = rd.read_json("run")
-    if info.get("status") not in (None, *ACTIVE):
-        return
-    end_run(info, rd.run_id)
-    message = "the notebook stopped before the run finished"
-    record_outcome(rd, Outcome("failed", None, info.get("started_at", ""), now_iso(), 0.0, message))
+__all__ = ["DRIVEN", "Finished", "Run", "close", "driven", "finish", "judge", "launch",
+           "prepare", "record_outcome"]

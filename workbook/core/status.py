@@ -1,0 +1,77 @@
+"""Every status word of the workbook, and the life of a run directory they describe.
+
+A run directory moves through these stages, each written by one owner, each once:
+
+    prepared   ``run.steps.prepare``: params.resolved.yaml, the command, run.json
+    running    the launcher started verl (``started_at``)
+    succeeded | failed | stopped | timeout
+               the launcher recorded how the process ended (``run.life.record_outcome``);
+               a run left ``prepared``/``running`` by a dead notebook is recorded ``failed``
+               when it is closed
+    imported   a log from elsewhere: no process ended here, the log's own words are the evidence
+
+and then ``run.life.close`` judges it (checks.json, ``verdict`` in run.json), renders
+report.html and updates the index; the closing steps done are listed under ``closed`` in
+run.json, with the inputs each one read, so a step whose output is fresh is not done again.
+
+A verdict is one of ``passed`` (exit 0), ``regressed`` (1), ``failed`` or ``stopped`` (3); a
+page shows ``running`` or ``unjudged`` for a run with none yet.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class RunStatus(str, Enum):
+    """run.json's ``status``: where the run's process is, or how it ended."""
+
+    PREPARED = "prepared"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    STOPPED = "stopped"
+    TIMEOUT = "timeout"
+    IMPORTED = "imported"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Verdict(str, Enum):
+    """The one word a run is judged by (checks.json's and run.json's ``verdict.status``)."""
+
+    PASSED = "passed"
+    REGRESSED = "regressed"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Shown(str, Enum):
+    """What a page says of a run that has no verdict (yet)."""
+
+    RUNNING = "running"
+    UNJUDGED = "unjudged"
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# A process that has not ended: a run in one of these is still someone's, or was abandoned.
+ACTIVE = (RunStatus.PREPARED.value, RunStatus.RUNNING.value)
+# How a launcher's process can end.
+ENDED = (RunStatus.SUCCEEDED.value, RunStatus.FAILED.value, RunStatus.STOPPED.value,
+         RunStatus.TIMEOUT.value)
+# Ended without training to its end, by its own fault or a deadline (not the user's stop).
+FAILED_STATUSES = (RunStatus.FAILED.value, RunStatus.TIMEOUT.value)
+# Statuses that say nothing about how a process ended (a log from elsewhere has no process).
+BARE = (None, RunStatus.IMPORTED.value, Shown.UNKNOWN.value)
+# Verdicts a suite or sweep keeps when it resumes; a stopped run is run again.
+FINISHED_VERDICTS = (Verdict.PASSED.value, Verdict.REGRESSED.value, Verdict.FAILED.value)
+VERDICTS = tuple(v.value for v in Verdict)
+# Every word the index can show for a run, in the order its filters list them.
+SHOWN = (*VERDICTS, Shown.RUNNING.value, Shown.UNJUDGED.value, Shown.UNKNOWN.value)

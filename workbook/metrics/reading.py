@@ -1,0 +1,166 @@
+"""Reading a run's log once: one pass feeds its metrics and the diagnoser.
+
+After a run, recording its outcome, judging it and each report section all need the metrics,
+the diagnosis and the facts the log states (steps it was to train, replayed steps). They come
+from :func:`reading_of`, which reads ``metrics.jsonl`` and ``run.log`` in one pass and keeps the
+result while the files are unchanged (by size and modification time), so a 1 GB log is read
+once per process, not once per caller. :func:`diagnose` is the entry point for any log, JSONL
+file, run directory or stream of lines.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from itertools import chain
+from pathlib import Path
+
+from workbook.core.layout import RUN_FILES, RunDir
+from workbook.core.status import ACTIVE, BARE
+from workbook.errors import MetricsError
+from workbook.metrics.console import read_console
+from workbook.metrics.diagnosis import Diagnoser, Diagnosis, run_dir_expected_steps
+from workbook.metrics.jsonl import looks_like_jsonl, read_jsonl
+from workbook.metrics.lines import iter_lines
+from workbook.metrics.loading import input_kind, is_jsonl_file, read_metrics_file
+from workbook.metrics.model import RunMetrics
+
+KEPT = 8  # run directories whose reading is kept in memory
+# statuses after which a diagnosis reads the log alone (nothing ended the process here)
+_NO_PROCESS = (*BARE, *ACTIVE)
+
+
+@dataclass
+class Reading:
+    """One pass over a run's files: its metrics and the diagnoser that read its log."""
+
+    metrics: RunMetrics = field(default_factory=RunMetrics)  # shared: read it, never change it
+    diagnoser: Diagnoser = field(default_factory=Diagnoser)
+    passes: int = 0  # how many times the log was read to make this (1, or 0 without one)
+
+    def diagnose(self, *, exit_code: int | None = None, expected_steps: int | None = None,
+                 status: str | None = None) -> Diagnosis:
+        return self.diagnoser.result(exit_code=exit_code, metrics=self.metrics,
+                                     expected_steps=expected_steps, status=status)
+
+
+_KEPT: OrderedDict[Path, tuple[tuple[object, ...], Reading]] = OrderedDict()
+READS = {"logs": 0}  # console logs read in this process (what a test counts)
+
+
+def reading_of(path: Path) -> Reading:
+    """A run directory's (or a single log's) metrics and its log's diagnoser, from one pass;
+    kept while the files are unchanged. In a run directory ``metrics.jsonl`` comes first and
+    ``run.log`` adds what it lacks; a file-logger JSONL file has no lines to diagnose.
+
+    Raises:
+        MetricsError: the path is not a run directory, log or JSONL file, or ``run.log`` or
+            ``metrics.jsonl`` is a FIFO, a device or unreadable (exit 2).
+    """
+    path = Path(path).resolve()
+    folder = input_kind(path) == "run directory"
+    signature = _signature(path) if folder else (_stat(path),)
+    kept = _KEPT.get(path)
+    if kept is not None and kept[0] == signature:
+        _KEPT.move_to_end(path)
+        return kept[1]
+    reading = Reading()
+    jsonl, log = (path / RUN_FILES["metrics"], path / RUN_FILES["log"]) if folder else (
+        (path, None) if is_jsonl_file(path) else (None, path))
+    if jsonl is not None and jsonl.exists():  # exists(), not is_file(): a FIFO is refused
+        reading.metrics = read_metrics_file(jsonl)
+    if log is not None and log.exists():
+        reading.metrics.fill_from(_one_pass(log, reading.diagnoser))
+        reading.passes = 1
+    _KEPT[path] = (signature, reading)
+    while len(_KEPT) > KEPT:
+        _KEPT.popitem(last=False)
+    return reading
+
+
+def diagnose(
+    log: Path | str | Iterable[str],
+    *,
+    exit_code: int | None = None,
+    metrics: RunMetrics | None = None,
+    expected_steps: int | None = None,
+    status: str | None = None,
+) -> Diagnosis:
+    """Diagnose a run from its console log, a metrics JSONL file, a run directory or lines.
+
+    ``status`` is the launcher's terminal status when known (``stopped``/``timeout`` mean the
+    run was ended on purpose: category ``killed`` unless the log shows an OOM). For a run
+    directory, ``run.json``'s ``exit_code`` and ``status`` and the steps it was to train
+    (:func:`~workbook.metrics.diagnosis.run_dir_expected_steps`) are used when not given, and
+    the metrics come from ``metrics.jsonl`` and ``run.log`` (:func:`reading_of`).
+
+    Raises:
+        MetricsError: the path is not a log, JSONL file or run directory (exit 2).
+    """
+    if isinstance(log, (str, Path)):
+        path = Path(log)
+        if input_kind(path) == "run directory":
+            record = RunDir(path).read_json("run")
+            exit_code = exit_code if exit_code is not None else record.get("exit_code")
+            status = status if status is not None else record.get("status")
+            expected_steps = expected_steps or run_dir_expected_steps(path, record)
+            status = None if status in _NO_PROCESS else status
+            reading = reading_of(path)
+            return reading.diagnoser.result(
+                exit_code=exit_code, metrics=metrics if metrics is not None else reading.metrics,
+                expected_steps=expected_steps, status=status)
+        reading = reading_of(path)
+        return reading.diagnoser.result(
+            exit_code=exit_code, metrics=metrics if metrics is not None else (
+                reading.metrics if is_jsonl_file(path) else None),
+            expected_steps=expected_steps, status=status)
+    diagnoser = Diagnoser()
+    for line in log:
+        diagnoser.feed(line)
+    return diagnoser.result(
+        exit_code=exit_code, metrics=metrics, expected_steps=expected_steps, status=status
+    )
+
+
+def _one_pass(log: Path, diagnoser: Diagnoser) -> RunMetrics:
+    """The log's metrics, feeding each line to ``diagnoser`` on the way."""
+    READS["logs"] += 1
+    try:
+        return _read(log, diagnoser)
+    except OSError as exc:
+        raise MetricsError(f"{log}: cannot read ({exc.strerror or exc})") from exc
+
+
+def _read(log: Path, diagnoser: Diagnoser) -> RunMetrics:
+
+    def tee() -> Iterator[str]:
+        feed = diagnoser.feed
+        for line in iter_lines(log, keepends=True):
+            feed(line[:-1] if line.endswith("\n") else line)
+            yield line
+
+    lines = tee()
+    head: list[str] = []
+    for line in lines:
+        head.append(line)
+        if line.strip():
+            break
+    stream = chain(head, lines)
+    metrics = read_jsonl(stream, log.name) if head and looks_like_jsonl(head[-1]) else (
+        read_console(stream, log.name))
+    for _ in stream:  # a reader that stopped early still lets the diagnoser see every line
+        pass
+    return metrics
+
+
+def _signature(folder: Path) -> tuple[object, ...]:
+    return tuple(_stat(folder / RUN_FILES[key]) for key in ("metrics", "log"))
+
+
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return (found.st_size, found.st_mtime_ns, found.st_ino)

@@ -1,0 +1,273 @@
+"""A run's life after its launch, in one place: record how it ended, judge, report, index.
+
+:func:`close` is the one owner of that: the notebook's last cell (``pipeline.finish``), plain
+papermill, ``workbook run`` after its notebook whatever became of it, ``workbook report``,
+KubeRay runs and comparisons all come here. Each step runs even when an earlier one failed (its
+traceback is kept in the run's ``workbook-error.log``), and each is done once: run.json's
+``closed`` records, per step, a digest of the inputs it read, and a step whose inputs are
+unchanged is skipped. So the notebook's judge cell and the closing never judge a run twice, and
+a ``workbook report`` on a run nothing changed in re-renders nothing it need not.
+
+A run is judged from one set of inputs, its directory: run.json, ``params.resolved.yaml`` (the
+scenario as validated, every default filled in), the log, the metrics and the baseline file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from workbook.core.layout import (
+    COMPARISON_FILE,
+    ERROR_LOG,
+    RUN_FILES,
+    RunDir,
+    default_root,
+    now_iso,
+)
+from workbook.core.status import ACTIVE, RunStatus
+from workbook.launch.outcome import Outcome
+
+# run.json keys the closing itself writes: never an input of a closing step
+CLOSING_KEYS = ("verdict", "closed", "finished_at", "finish_errors")
+DRIVEN = "WORKBOOK_DRIVEN"  # set by `workbook run` for the kernels it starts
+
+
+def driven() -> bool:
+    """Whether ``workbook run`` drives this kernel (it prints progress itself)."""
+    return bool(os.environ.get(DRIVEN))
+
+
+def run_dir_of(run: Any) -> RunDir:
+    """The run directory of a prepared ``Run``, a ``RunDir`` or a path."""
+    if isinstance(run, RunDir):
+        return run
+    if hasattr(run, "run_dir"):
+        return run_dir_of(run.run_dir)
+    return RunDir(Path(run).resolve())
+
+
+def record_outcome(rd: RunDir, outcome: Outcome, *, expected_steps: int | None = None
+                   ) -> dict[str, Any]:
+    """Write the outcome, the metrics reached and a diagnosis into run.json (a run directory
+    that never got as far as its log or its resolved params is recorded too)."""
+    from workbook.metrics.reading import reading_of
+
+    if expected_steps is None:
+        expected_steps = rd.read_json("run").get("expected_steps")
+    reading = reading_of(rd.path)
+    diagnosis = reading.diagnose(exit_code=outcome.exit_code, expected_steps=expected_steps,
+                                 status=outcome.status).to_dict()
+    fields = outcome.to_dict()
+    details = fields.pop("details", {})
+    return rd.update_run(  # run.json is redacted inside its structure as it is written
+        **fields,
+        launch_details=details,
+        steps_reached=reading.metrics.last_step,
+        diagnosis=diagnosis,
+    )
+
+
+def judge(run: Any) -> dict[str, Any]:
+    """Judge the run (checks.json and the verdict in run.json) unless its inputs are unchanged
+    since it was judged; the verdict either way. The notebook's judge cell."""
+    rd = run_dir_of(run)
+    _judge_step(rd)
+    return _checks(rd)
+
+
+@dataclass
+class Finished:
+    """What closing did: the page written, the steps done, any step that failed."""
+
+    run_dir: Path
+    report: Path | None
+    errors: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        report = f"<code>{html.escape(str(self.report))}</code>" if self.report else "not written"
+        failed = "".join(f"<li>{html.escape(e)}</li>" for e in self.errors)
+        return (f"<p data-finished>Report: {report}; run directory "
+                f"<code>{html.escape(str(self.run_dir))}</code></p>"
+                + (f"<p>Steps that failed:</p><ul>{failed}</ul>" if failed else ""))
+
+
+def close(run: Any, *, announce: bool = True, rerender: bool = False) -> Finished:
+    """Close a run: record how it ended, judge it, render ``report.html``, update the index.
+
+    ``run`` is a prepared ``Run``, a run directory, or a comparison (its folder holds
+    ``comparison.json``: its page is rendered and the index updated). A run still marked
+    running (its notebook or kernel died) is recorded as failed and whatever it left running
+    is ended first. ``rerender`` renders the page even when nothing it shows changed (a new
+    workbook version's page). ``announce`` prints the page's path to the terminal the run was
+    started from (papermill shows no cell output there).
+    """
+    folder = getattr(run, "folder", None)
+    if folder is not None or (isinstance(run, (str, Path)) and (Path(run) / COMPARISON_FILE).is_file()):
+        return _close_comparison(Path(folder or run), announce=announce)
+    rd = run_dir_of(run)
+    done = Finished(rd.path, None)
+    step = _stepper(rd, done)
+    step("record the outcome", lambda: _record_unfinished(rd))
+    if step("judge", lambda: _judge_step(rd)):
+        done.done.append("judge")
+    report = rd.file("report")
+    inputs = _inputs(rd, "report")
+    if rerender or not report.is_file() or _recorded(rd, "report") != inputs or done.done:
+        from workbook.report.render import render_report
+
+        if step("render the report", lambda: render_report(rd.path)):
+            done.done.append("report")
+            step("record the report", lambda: _mark(rd, "report", inputs))
+    done.report = report if report.is_file() else None
+    if done.done or _recorded(rd, "index") is None:
+        from workbook.report.index import write_index
+
+        root = rd.read_json("run").get("runs_root")
+        if step("update the index", lambda: write_index(Path(root) if root else rd.path.parents[1])):
+            done.done.append("index")
+            step("record the index", lambda: _mark(rd, "index", "indexed"))
+    step("record the end", lambda: rd.update_run(finished_at=now_iso(), finish_errors=done.errors))
+    if announce and not driven():
+        print(f"workbook: report {done.report or 'not written'} (run {rd.path})",
+              file=sys.__stderr__, flush=True)
+    return done
+
+
+finish = close  # the notebook's last cell: ``pipeline.finish(run)``
+
+
+def _close_comparison(folder: Path, *, announce: bool) -> Finished:
+    """A comparison's page, then the index of the runs root its runs share."""
+    from workbook.report import compare
+    from workbook.report.index import write_index
+    from workbook.report.render import render_comparison
+
+    folder = folder.resolve()
+    done = Finished(folder, None)
+    step = _stepper(RunDir(folder), done)
+    done.report = step("render the comparison", lambda: render_comparison(folder))
+    if done.report is not None:
+        done.done.append("report")
+    comparison = step("read the comparison", lambda: compare.load(folder))
+    root = (compare.runs_root_of(comparison) if comparison is not None else None) or default_root()
+    if step("update the index", lambda: write_index(root)):
+        done.done.append("index")
+    if announce:
+        print(f"workbook: comparison {done.report or 'not written'}", file=sys.__stderr__,
+              flush=True)
+    return done
+
+
+def _stepper(rd: RunDir, done: Finished) -> Callable[[str, Callable[[], Any]], Any]:
+    def step(name: str, action: Callable[[], Any]) -> Any:
+        try:
+            return action()
+        except Exception as exc:  # noqa: BLE001 - every closing step must get its turn
+            done.errors.append(f"{name}: {type(exc).__name__}: {exc}")
+            with open(rd.path / ERROR_LOG, "a", encoding="utf-8") as log:
+                log.write(f"--- {name}\n{traceback.format_exc()}\n")
+            return None
+
+    return step
+
+
+def _judge_step(rd: RunDir) -> bool:
+    """Judge when the inputs changed since the last judgement (or there was none)."""
+    from workbook.checks.runner import judge_run_dir
+
+    inputs = _inputs(rd, "judge")
+    if rd.file("checks").is_file() and _recorded(rd, "judge") == inputs:
+        return False
+    if rd.read_json("run").get("status") in ACTIVE:
+        return False  # still running: there is nothing to judge yet
+    verdict = judge_run_dir(rd.path)
+    baseline = (verdict.baseline or {}).get("path")
+    # the baseline the checks read is an input of the next judgement too
+    _mark(rd, "judge", _inputs(rd, "judge", baseline=baseline), baseline=baseline)
+    return True
+
+
+def _checks(rd: RunDir) -> dict[str, Any]:
+    try:
+        data = json.loads(rd.file("checks").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _recorded(rd: RunDir, step: str) -> str | None:
+    closed = rd.read_json("run").get("closed") or {}
+    entry = closed.get(step) if isinstance(closed, dict) else None
+    return entry.get("inputs") if isinstance(entry, dict) else None
+
+
+def _mark(rd: RunDir, step: str, inputs: str, **extra: Any) -> None:
+    """Record that ``step`` ran on ``inputs`` (and how many times it has run)."""
+    closed = rd.read_json("run").get("closed") or {}
+    closed = dict(closed) if isinstance(closed, dict) else {}
+    before = closed.get(step)
+    before = before if isinstance(before, dict) else {}
+    closed[step] = {"inputs": inputs, "at": now_iso(), "times": int(before.get("times", 0)) + 1,
+                    **extra}
+    rd.update_run(closed=closed)
+
+
+def _inputs(rd: RunDir, step: str, *, baseline: str | None = None) -> str:
+    """A digest of what ``step`` reads: run.json (less what closing writes), the run's files
+    by size and modification time, the baseline, and the workbook's own version."""
+    run = {k: v for k, v in rd.read_json("run").items() if k not in CLOSING_KEYS}
+    if baseline is None and step == "judge":
+        closed = rd.read_json("run").get("closed") or {}
+        judged = closed.get("judge") if isinstance(closed, dict) else None
+        baseline = judged.get("baseline") if isinstance(judged, dict) else None
+    files = ["log", "metrics", "params"] + (["checks"] if step == "report" else [])
+    stats = [_stat(rd.file(key)) for key in files]
+    if baseline:
+        stats.append(_stat(Path(baseline)))
+    text = json.dumps({"run": run, "files": stats, "baseline": baseline,
+                       "workbook": _version()}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _stat(path: Path) -> list[int] | None:
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return [found.st_size, found.st_mtime_ns]
+
+
+def _version() -> str:
+    try:
+        return metadata.version("verl-workbook")
+    except metadata.PackageNotFoundError:
+        return "source"
+
+
+def _record_unfinished(rd: RunDir) -> None:
+    """A run whose notebook died leaves 'prepared'/'running': end what it started, record it."""
+    from workbook.launch.leftovers import end_run
+
+    info = rd.read_json("run")
+    if info.get("status") not in (None, *ACTIVE):
+        return
+    end_run(info, rd.run_id)
+    message = "the notebook stopped before the run finished"
+    record_outcome(rd, Outcome(RunStatus.FAILED.value, None, info.get("started_at", ""),
+                               now_iso(), 0.0, message))
+
+
+__all__ = ["DRIVEN", "Finished", "close", "driven", "finish", "judge", "record_outcome",
+           "run_dir_of", "RUN_FILES"]
