@@ -11,13 +11,12 @@ A baseline is JSON (or YAML) under ``params/baselines/<scenario>.<hardware>.json
      "metrics": {"timing_s/step": {
          "value": 12.1, "reduce": "mean", "window": [2, 5],      # mean of the runs' reduced values
          "sigma": 0.56, "n": 3,                                   # their standard deviation
-         "series": {"1": 16.7, "2": 2.5, ...},                    # per step, mean over runs
-         "band": {"min": {...}, "max": {...}, "std": {...}},      # per step, from several runs
-         "spread": {"min": ..., "max": ..., "mean": ..., "std": ..., "n": 3}}}}
+         "series": {"1": 16.7, "2": 2.5, ...}}}}                  # per step, mean over runs
 
 The band a run is judged with comes from ``sigma`` (see :mod:`workbook.checks.bands`); the
 hardware key and settings say what the baseline's numbers are comparable with. Format 1
-files (no sigma, no key, no settings) still load.
+files (no sigma, no key, no settings) still load, and so do files that still carry the per-step
+``band`` and the ``spread`` earlier versions wrote and nothing read (checked, then ignored).
 
 Files are written by ``workbook bless`` or ``workbook baseline import``; nobody edits numbers by
 hand. verl's Ascend baselines (``key:value`` text lines read by its ``check_npu.py``) load
@@ -75,8 +74,6 @@ class BaselineMetric:
     reduce: str | None = None
     window: tuple[int, int] | None = None
     series: dict[int, float] = field(default_factory=dict)
-    band: dict[str, dict[int, float]] = field(default_factory=dict)
-    spread: dict[str, float] = field(default_factory=dict)
     sigma: float | None = None  # standard deviation of the blessed runs' reduced values
     n: int | None = None        # how many runs
 
@@ -90,10 +87,6 @@ class BaselineMetric:
             out["sigma"], out["n"] = self.sigma, self.n
         if self.series:
             out["series"] = _steps_out(self.series)
-        if self.band:
-            out["band"] = {k: _steps_out(v) for k, v in self.band.items()}
-        if self.spread:
-            out["spread"] = dict(self.spread)
         return out
 
     @classmethod
@@ -107,8 +100,6 @@ class BaselineMetric:
                 reduce=data.get("reduce"),
                 window=(int(window[0]), int(window[1])) if window else None,
                 series=_steps_in(data.get("series") or {}),
-                band={k: _steps_in(v) for k, v in (data.get("band") or {}).items()},
-                spread={k: float(v) for k, v in (data.get("spread") or {}).items()},
                 sigma=None if data.get("sigma") is None else float(data["sigma"]),
                 n=None if data.get("n") is None else int(data["n"]),
             )

@@ -37,7 +37,9 @@ MAX_SHOWN = 20                # problems listed in one message
 MAX_COLLECTED = 1000          # problems gathered before reading stops (a file of garbage lines)
 
 TOP_KEYS = ("format", "scenario", "hardware", "hardware_key", "settings", "provenance", "metrics")
-METRIC_KEYS = ("value", "reduce", "window", "sigma", "n", "series", "band", "spread")
+METRIC_KEYS = ("value", "reduce", "window", "sigma", "n", "series")
+# written by earlier versions and never read: still checked in old files, then ignored
+LEGACY_METRIC_KEYS = ("band", "spread")
 BAND_KEYS = ("min", "max", "std")
 SPREAD_KEYS = ("min", "max", "mean", "std", "n")
 
@@ -203,7 +205,7 @@ def metric_problems(metric: str, entry: Any, where: str) -> list[str]:
     """One metric's entry: known keys, finite numbers within the metric's range."""
     if not isinstance(entry, Mapping):
         return [f"{where}: expected a mapping, got {type(entry).__name__}"]
-    problems = unknown_keys(entry, METRIC_KEYS, where)
+    problems = unknown_keys(entry, METRIC_KEYS + LEGACY_METRIC_KEYS, where)
     for key in ("value", "sigma"):
         problems += _number(metric if key == "value" else "", entry.get(key), f"{where}.{key}",
                             optional=True, at_least=0.0 if key == "sigma" else None)

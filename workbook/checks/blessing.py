@@ -4,8 +4,8 @@ Each metric every run logged is reduced per run as its policy says (or as a mean
 window when it has none). The baseline keeps, per metric, the mean of those reduced values and
 their standard deviation ``sigma`` over the N runs: the band a later run is judged with is
 ``K_SIGMA * sigma`` around the mean (see :mod:`workbook.checks.bands`), so tolerances come from
-the runs' own noise, not from a guess. It also keeps the per-step mean series and min/max/std
-bands (for plots), the runs' hardware key and algorithmic settings (what the numbers are
+the runs' own noise, not from a guess. It also keeps the per-step mean series (for plots), the
+runs' hardware key and algorithmic settings (what the numbers are
 comparable with), and their provenance.
 
 Only good runs are blessed: each must pass its own health checks (completed, every expected
@@ -186,11 +186,6 @@ def _entry(name: str, policy: MetricPolicy, runs: list[RunMetrics]) -> BaselineM
     steps = sorted(set.intersection(*(set(s) for s in series)))
     per_step = {s: [x[s] for x in series] for s in steps}
     entry.series = {s: statistics.fmean(v) for s, v in per_step.items()}
-    entry.band = {"min": {s: min(v) for s, v in per_step.items()},
-                  "max": {s: max(v) for s, v in per_step.items()},
-                  "std": {s: statistics.stdev(v) for s, v in per_step.items()}}
-    entry.spread = {"min": min(values), "max": max(values), "mean": mean,
-                    "std": entry.sigma or 0.0, "n": float(len(values))}
     return entry
 
 
