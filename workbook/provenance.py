@@ -5,6 +5,9 @@ takes seconds to import and may not even work on the host that renders the repor
 of the workbook and of verl when installed from a checkout, the OS, Python, host and hardware.
 On Ascend, the CANN version and ``npu-smi info`` are captured when present, never required.
 Every probe is best effort: a missing tool leaves its field out, it never fails a run.
+
+A run that ran elsewhere (``launcher: kuberay``: in Kubernetes pods) is described by
+:func:`submitted` instead, which says which machine each fact is about.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -36,6 +40,10 @@ PACKAGES = (
     "TransferQueue",
     "numpy",
 )
+
+# Which machine each group of :func:`submitted`'s facts is about (its ``about``).
+SUBMITTER = "the machine that built the command and the RayJob, submitted it and judged its log"
+PODS = "the Kubernetes pods KubeRay started for the run: verl ran there"
 
 _CANN_INFO = (  # where CANN writes its version, newest layout first
     "ascend-toolkit/latest/version.cfg",
@@ -73,6 +81,35 @@ def collect(verl_path: str | Path | None = None) -> dict[str, Any]:
     if npu:
         facts["npu_smi"] = npu
     return facts
+
+
+def submitted(pods: Mapping[str, Any], *, tools: Mapping[str, str | None] | None = None
+              ) -> dict[str, Any]:
+    """Provenance of a run whose command ran in pods, not here, as run.json fields.
+
+    ``machines`` holds the facts by machine, each group saying in ``about`` which one it is:
+    ``submitter`` (this machine: host, OS, Python, the workbook and ``tools`` such as kubectl)
+    and ``pods`` (what they run: image, namespace, ... as given). At the top, where reports
+    read a run's provenance, only what is true of the run wherever it ran: the workbook that
+    built its command and judges it (its version and commit). This machine's hardware and its
+    verl, torch or CANN are left out on purpose: they are not the run's, and a report would
+    show them (and compare the run's timings by them) as if they were.
+    """
+    workbook = versions().get("verl-workbook")
+    commit = git_commit(project.root())
+    here: dict[str, Any] = {
+        "about": SUBMITTER,
+        "host": socket.gethostname(),
+        "os": f"{platform.system()} {platform.release()} ({_os_name()})",
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "versions": {k: v for k, v in {"verl-workbook": workbook, **(tools or {})}.items() if v},
+        "commits": {"workbook": commit} if commit else {},
+    }
+    return {
+        "versions": {"verl-workbook": workbook} if workbook else {},
+        "commits": {"workbook": commit} if commit else {},
+        "machines": {"submitter": here, "pods": {"about": PODS, **pods}},
+    }
 
 
 def versions() -> dict[str, str]:

@@ -47,6 +47,14 @@ def test_run_directory_holds_every_artifact(gspo_run: CliRun) -> None:
     assert "step:4 " in (rd / "run.log").read_text()
 
 
+def test_the_real_run_is_judged_and_rendered_once(gspo_run: CliRun) -> None:
+    # its notebook's judge cell judged it; the notebook's last cell and `workbook run` after
+    # the notebook found the verdict fresh, and the report was rendered once
+    closed = gspo_run.json("run.json")["closed"]
+    assert closed["judge"]["times"] == 1 and closed["report"]["times"] == 1
+    assert closed["judge"]["baseline"].endswith("gspo-tiny-1n1cpu-fsdp2-vllm.cpu.json")
+
+
 def test_the_blessed_baseline_judges_tightly_and_nothing_passes_unmeasured(gspo_run: CliRun) -> None:
     data = gspo_run.json("checks.json")
     rows = {r["name"]: r for r in data["rows"]}

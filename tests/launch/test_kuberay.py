@@ -26,6 +26,7 @@ from workbook.core.serialization import load_yaml_text
 from workbook.errors import InputError, LaunchError
 from workbook.launch.kuberay import kubectl
 from workbook.launch.kuberay import manifest as kuberay_manifest
+from workbook.launch.kuberay import pods as kuberay_pods
 from workbook.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -309,7 +310,7 @@ def _through_k8s_job_submitter(entrypoint: str, home: str) -> str:
 @pytest.mark.parametrize("mode", ["HTTPMode", "K8sJobMode"])
 def test_verl_gets_the_exact_words_with_the_pods_home(mode: str) -> None:
     scenario = load_scenario(NPU_SCENARIO, check_files=False, variables={"HOME": "${HOME}"})
-    plan = rayjob_cli.pod_plan(scenario, "20260101T000000Z-abcdef")
+    plan = kuberay_pods.pod_plan(scenario, "20260101T000000Z-abcdef")
     command = kuberay_manifest.entrypoint(plan.argv)
     if mode == "K8sJobMode":
         command = _through_k8s_job_submitter(command, POD_HOME)
@@ -350,7 +351,7 @@ VERL_LOG = ROOT / "tests" / "data" / "verl_logs" / "02_ppo-2node-ansi-resume-fro
 FAKE_KUBECTL = '''#!{python}
 """kubectl as far as `workbook rayjob --apply` uses it: RayJobs by name, Running once, then final.
 
-FAKE_KUBE_CRD=missing: no ray.io API. FAKE_KUBE_DENY: "verb resource" pairs `auth can-i` denies
+FAKE_KUBE_CRD=missing: no ray.io API. FAKE_KUBE_VERSION: what `version --client` says. FAKE_KUBE_DENY: "verb resource" pairs `auth can-i` denies
 (comma-separated). FAKE_KUBE_FLAKY=N: the first N `get rayjob` calls fail as an unreachable API
 server does. FAKE_KUBE_JOB: the Ray job's final status (RUNNING: it never ends).
 """
@@ -387,7 +388,11 @@ def created(name):
     return os.path.join(state, "created-" + name + ".json")
 
 
-if words[:1] == ["api-resources"]:
+if words[:2] == ["version", "--client"]:
+    if not os.environ.get("FAKE_KUBE_VERSION"):
+        fail("fake kubectl: no version")
+    print(json.dumps({{"clientVersion": {{"gitVersion": os.environ["FAKE_KUBE_VERSION"]}}}}))
+elif words[:1] == ["api-resources"]:
     if os.environ.get("FAKE_KUBE_CRD") != "missing":
         print("rayclusters.ray.io\\nrayjobs.ray.io\\nrayservices.ray.io")
 elif words[:2] == ["auth", "can-i"]:

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 
 from tests.edges import never_blocks
 from workbook.errors import MetricsError
-from workbook.metrics.log_facts import trained
-from workbook.metrics.reading import diagnose
 from workbook.metrics.lines import LineSplitter
 from workbook.metrics.loading import SNIFF_BYTES, binary_reason, input_kind, load_metrics
+from workbook.metrics.log_facts import trained
 from workbook.metrics.model import RunMetrics
+from workbook.metrics.reading import diagnose
 
 
 @pytest.fixture(autouse=True)

@@ -142,7 +142,7 @@ def test_only_filters_entries_but_still_reports_unreadable_lines(folder: Path) -
 
 def test_one_entry_run_alone_keeps_the_other_entries_of_the_night() -> None:
     """A CI matrix runs ``suite run --only X`` per job into one night: nobody's record is lost."""
-    from workbook.batch.suite import merged_entries
+    from workbook.batch.records import merged_entries
 
     night = [{"key": "01-a", "status": "passed"}, {"key": "02-b", "status": "failed"}]
     assert merged_entries(night, [{"key": "02-b", "status": "passed"}]) == [

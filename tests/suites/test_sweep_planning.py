@@ -60,45 +60,49 @@ def test_a_finished_point_is_kept_when_the_sweep_runs_again(tmp_path: Path, cpu_
     first = plan_sweep(GSPO, ["clip_ratio_high=4e-4,6e-4"], [], replay_rollouts=False,
                        runs_root=tmp_path)
     first.directory.mkdir(parents=True)
-    first.points[0].status, first.points[0].run_dir = "passed", "/somewhere/run"
-    first.points[1].status = "running"  # its workbook died: it runs again
+    first.points[0].record.status, first.points[0].record.run_dir = "passed", "/somewhere/run"
+    first.points[1].record.status = "running"  # its workbook died: it runs again
     first.save()
 
     again = plan_sweep(GSPO, ["clip_ratio_high=4e-4,6e-4"], [], replay_rollouts=False,
                        runs_root=tmp_path)
 
-    assert [p.status for p in again.points] == ["passed", "pending"]
+    assert [p.record.status for p in again.points] == ["passed", "pending"]
     assert json.loads((again.directory / "sweep.json").read_text())["points"][0]["run_dir"] == (
         "/somewhere/run")
 
 
-def test_a_sigterm_to_the_sweep_reaches_its_running_points_as_a_stop(tmp_path: Path) -> None:
+def test_a_sigterm_to_the_sweep_reaches_its_running_points_as_a_stop(
+        tmp_path: Path, cpu_assets: object, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     """CI's SIGTERM reaches only the sweep process; its points must still be asked to stop."""
     import os
     import signal
-    import subprocess
-    import sys
-    import time
+    import threading
+    from types import SimpleNamespace
 
-    from workbook.batch.sweep import Point, _forwarding_stop
+    from tests.batch.fakes import FakeRun
+    from workbook.batch.sweep import plan_sweep, run_sweep
+    from workbook.launch.cluster import lifecycle
 
-    waiter = ("import signal, sys, time\n"
-              "signal.signal(signal.SIGINT, lambda *_: (open(sys.argv[1], 'w').write('stop'),"
-              " sys.exit(0)))\n"
-              "open(sys.argv[1] + '.ready', 'w').close()\n"
-              "time.sleep(60)\n")
-    marks = [tmp_path / "a", tmp_path / "b"]
-    procs = [subprocess.Popen([sys.executable, "-c", waiter, str(m)]) for m in marks]
-    running = {lane: (Point(key=f"p{lane}", values={}), proc, 0.0)
-               for lane, proc in enumerate(procs)}
-    while not all(Path(f"{m}.ready").exists() for m in marks):
-        time.sleep(0.05)
-    with _forwarding_stop(running) as stopping:
-        os.kill(os.getpid(), signal.SIGTERM)
-        codes = [proc.wait(timeout=30) for proc in procs]
+    urls = iter(("http://127.0.0.1:8001", "http://127.0.0.1:8002"))
+    monkeypatch.setattr(lifecycle, "up", lambda **_: SimpleNamespace(dashboard_url=next(urls)))
+    monkeypatch.setattr(lifecycle, "down", lambda *_a, **_k: {})
+    both = threading.Barrier(2, action=lambda: os.kill(os.getpid(), signal.SIGTERM))
+    fake = FakeRun(default="wait", on_start=lambda _key: both.wait(timeout=30))
+    sweep = plan_sweep(GSPO, ["clip_ratio_high=4e-4,6e-4,8e-4"], [], replay_rollouts=False,
+                       runs_root=tmp_path)
 
-    assert stopping == ["SIGTERM"]
-    assert codes == [0, 0] and [m.read_text() for m in marks] == ["stop", "stop"]
+    done = run_sweep(sweep, runs_root=tmp_path, parallel=2, execute=fake)
+
+    assert done.interrupted and "stopping (SIGTERM)" in capsys.readouterr().err
+    assert [p.record.status for p in done.points] == ["stopped", "stopped", "pending"]
+    assert [p.record.reason for p in done.points[:2]] == ["stopped by the user (SIGTERM)"] * 2
+    addresses = sorted(s for _key, sets, _l in fake.calls for s in sets if "ray.address" in s)
+    assert addresses == ["ray.address=http://127.0.0.1:8001", "ray.address=http://127.0.0.1:8002"]
+    points = json.loads((done.directory / "sweep.json").read_text())["points"]
+    assert [p["status"] for p in points] == ["stopped", "stopped", "pending"]
+    assert done.exit_code == 3 and done.comparison is None
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is put back
 
 
@@ -110,11 +114,11 @@ def test_a_finished_sweep_run_again_in_parallel_starts_no_cluster(
     sweep = plan_sweep(GSPO, ["clip_ratio_high=4e-4,6e-4"], [], replay_rollouts=False,
                        runs_root=tmp_path)
     for point in sweep.points:
-        point.status = "failed"  # finished, with no run directory to compare
+        point.record.status = "failed"  # finished, with no run directory to compare
 
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("a Ray cluster was started for a sweep with nothing to run")
 
     monkeypatch.setattr(lifecycle, "up", refuse)
     done = run_sweep(sweep, runs_root=tmp_path, parallel=2)
-    assert [p.status for p in done.points] == ["failed", "failed"]
+    assert [p.record.status for p in done.points] == ["failed", "failed"]

@@ -53,9 +53,8 @@ def validate_command(args: argparse.Namespace) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from workbook.batch.junit import write_batch_junit
     from workbook.batch.suite import run_suite
-    from workbook.checks.junit import skipped_suite, verdict_suite, write_junit
-    from workbook.checks.runner import check_path
     from workbook.report.index import write_index
     from workbook.report.summary import summarize
 
@@ -70,26 +69,19 @@ def run_command(args: argparse.Namespace) -> int:
     result = run_suite(args.suite, runs_root=root, directory=args.dir, only=args.only,
                        timeout_s=args.timeout, rerun=args.rerun, echo=args.echo,
                        on_start=started)
-    rows, suites = [], []
+    rows = []
     for record in result.entries:
         headline: dict[str, float | None] = {}
         if record.run_dir and Path(record.run_dir).is_dir():
             headline = summarize(Path(record.run_dir)).headline
-            verdict, _ = check_path(Path(record.run_dir))
-            suites.append(verdict_suite(verdict, record.key, time_s=record.duration_s,
-                                        properties={"report": record.report or "",
-                                                    "run_dir": record.run_dir,
-                                                    "scenario": record.scenario}))
-        else:
-            suites.append(skipped_suite(record.key, f"not run ({record.status})"))
         rows.append((record.key, record.status, _seconds(record.duration_s),
                      _number(headline.get("mean step time")), _number(headline.get("final reward")),
                      _number(headline.get("clip fraction")), record.report or "-"))
     terminal.show(terminal.table(f"suite {result.name}", COLUMNS, rows, status_column=1))
     if result.interrupted:
         print("suite: stopped by the user; entries after the stopped one did not run")
-    if args.junit:
-        print(f"junit: {write_junit(suites, args.junit)}")
+    if args.junit:  # from each run's own verdict: a run is judged once
+        print(f"junit: {write_batch_junit(result.entries, args.junit)}")
     print(f"index: {write_index(root)}")
     print(result.directory)
     return result.exit_code

@@ -49,12 +49,15 @@ def run_command(args: argparse.Namespace) -> int:
     print(f"sweep directory: {sweep.directory}", flush=True)
     run_sweep(sweep, runs_root=root, parallel=max(1, args.parallel), rerun=args.rerun,
               echo=args.echo)
-    rows = [(p.key, " ".join(p.sets()), p.status,
-             "-" if p.duration_s is None else f"{p.duration_s:.0f} s", p.report or "-")
+    rows = [(p.key, " ".join(p.sets()), p.record.status,
+             "-" if p.record.duration_s is None else f"{p.record.duration_s:.0f} s",
+             p.record.report or "-")
             for p in sweep.points]
     terminal.show(terminal.table(f"sweep of {params.name}", ("point", "settings", "verdict",
                                                              "duration", "report"),
                                  rows, status_column=2))
+    if sweep.interrupted:
+        print("sweep: stopped by the user; points that had not started did not run")
     print(f"comparison: {sweep.comparison or 'not rendered'}")
     print(sweep.directory)
     return sweep.exit_code

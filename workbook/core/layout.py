@@ -153,3 +153,13 @@ RUN_MARKERS = (RUN_FILES["run"], RUN_FILES["log"])
 
 def is_run_dir(path: Path) -> bool:
     return any((Path(path) / name).exists() for name in RUN_MARKERS)
+
+
+def file_signature(path: Path) -> list[int] | None:
+    """A file's size and modification time (None when it is missing): what tells a cache, or
+    a closing step, that a file it read has changed since."""
+    try:
+        found = Path(path).stat()
+    except OSError:
+        return None
+    return [found.st_size, found.st_mtime_ns]

@@ -23,7 +23,14 @@ from __future__ import annotations
 from enum import Enum
 
 
-class RunStatus(str, Enum):
+class StatusWord(str, Enum):
+    """A status word: compares equal to its text and prints as it."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class RunStatus(StatusWord):
     """run.json's ``status``: where the run's process is, or how it ended."""
 
     PREPARED = "prepared"
@@ -34,11 +41,8 @@ class RunStatus(str, Enum):
     TIMEOUT = "timeout"
     IMPORTED = "imported"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class Verdict(str, Enum):
+class Verdict(StatusWord):
     """The one word a run is judged by (checks.json's and run.json's ``verdict.status``)."""
 
     PASSED = "passed"
@@ -46,19 +50,13 @@ class Verdict(str, Enum):
     FAILED = "failed"
     STOPPED = "stopped"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class Shown(str, Enum):
+class Shown(StatusWord):
     """What a page says of a run that has no verdict (yet)."""
 
     RUNNING = "running"
     UNJUDGED = "unjudged"
     UNKNOWN = "unknown"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # A process that has not ended: a run in one of these is still someone's, or was abandoned.

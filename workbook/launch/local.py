@@ -19,6 +19,7 @@ from workbook.command.builder import ray_temp_dir
 from workbook.command.plan import Plan
 from workbook.core.layout import RunDir, now_iso
 from workbook.launch import processes
+from workbook.launch.launcher import Launcher
 from workbook.launch.leftovers import owner_record
 from workbook.launch.outcome import LineSink, Outcome, stop_requested
 
@@ -72,7 +73,7 @@ class _StartupWatch:
             self.sink(text)
 
 
-class LocalLauncher:
+class LocalLauncher(Launcher):
     """Runs a plan on this machine."""
 
     poll_s = 0.2

@@ -137,6 +137,32 @@ def cluster_processes(temp_dir: str) -> list[psutil.Process]:
     return sorted(found.values(), key=lambda p: p.pid)
 
 
+def cpu_snapshot() -> tuple[dict[tuple[int, float], tuple[int, float]], float, float]:
+    """Every process's CPU seconds so far (user + system, keyed by PID and start time, with
+    its parent PID), and the machine's busy and stolen CPU seconds since boot."""
+    found: dict[tuple[int, float], tuple[int, float]] = {}
+    for proc in psutil.process_iter(["pid", "ppid", "create_time", "cpu_times"]):
+        info = proc.info
+        times = info.get("cpu_times")
+        if times is None or info.get("create_time") is None:
+            continue
+        found[(info["pid"], info["create_time"])] = (info["ppid"] or 0, times.user + times.system)
+    total = psutil.cpu_times()
+    steal = float(getattr(total, "steal", 0.0))
+    idle = total.idle + float(getattr(total, "iowait", 0.0))
+    busy = sum(total) - idle - steal - float(getattr(total, "guest", 0.0)) - float(
+        getattr(total, "guest_nice", 0.0))  # guest time is counted in user time already
+    return found, busy, steal
+
+
+def cpu_count() -> int:
+    return psutil.cpu_count() or 1
+
+
+def load_average() -> float:
+    return float(psutil.getloadavg()[0])
+
+
 def stop_processes(procs: list[psutil.Process], grace_s: float = KILL_GRACE_S) -> dict[str, int]:
     """SIGTERM each process, SIGKILL those alive after ``grace_s``; counts of each."""
     left = end_processes(procs, grace_s)

@@ -37,6 +37,7 @@ from workbook.errors import LaunchError
 from workbook.launch import ray_client
 from workbook.launch.cluster.state import load_state
 from workbook.launch.job_log import LineLog, follow_log
+from workbook.launch.launcher import Launcher
 from workbook.launch.leftovers import owner_record
 from workbook.launch.outcome import LineSink, Outcome, stop_requested
 from workbook.launch.ray_nodes import local_addresses
@@ -126,7 +127,7 @@ def resolve_address(address: str | None, env: Mapping[str, str]) -> str:
     return ray_client.dashboard_url(address, env)
 
 
-class RayJobLauncher:
+class RayJobLauncher(Launcher):
     """Run plans as Ray jobs on the cluster at ``address`` (else ``$RAY_ADDRESS``).
 
     Example:

@@ -124,19 +124,28 @@ def load_metrics(path: Path) -> RunMetrics:
 
 def read_metrics_file(path: Path) -> RunMetrics:
     """One file, JSONL or console text by its first non-empty line; sources name the file."""
-    try:
-        lines = iter_lines(path, keepends=True)  # both readers strip the newline themselves
-        head: list[str] = []
-        for line in lines:
-            head.append(line)
-            if line.strip():
-                break
-        stream = chain(head, lines)
-        if head and looks_like_jsonl(head[-1]):
-            return read_jsonl(stream, path.name)
-        return read_console(stream, path.name)
+    try:  # both readers strip the newline themselves
+        return read_lines(iter_lines(path, keepends=True), path.name)
     except OSError as exc:
         raise MetricsError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+
+
+def read_lines(lines: Iterator[str], name: str) -> RunMetrics:
+    """A file's lines as metrics: file-logger records if its first non-empty line is one, else
+    a console log; every line is consumed (a caller may be watching them go by)."""
+    head: list[str] = []
+    for line in lines:
+        head.append(line)
+        if line.strip():
+            break
+    stream = chain(head, lines)
+    if head and looks_like_jsonl(head[-1]):
+        metrics = read_jsonl(stream, name)
+    else:
+        metrics = read_console(stream, name)
+    for _ in stream:
+        pass
+    return metrics
 
 
 def is_jsonl_file(path: Path) -> bool:

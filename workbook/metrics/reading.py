@@ -13,17 +13,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
 
-from workbook.core.layout import RUN_FILES, RunDir
+from workbook.core.layout import RUN_FILES, RunDir, file_signature
 from workbook.core.status import ACTIVE, BARE
 from workbook.errors import MetricsError
-from workbook.metrics.console import read_console
 from workbook.metrics.diagnosis import Diagnoser, Diagnosis, run_dir_expected_steps
-from workbook.metrics.jsonl import looks_like_jsonl, read_jsonl
 from workbook.metrics.lines import iter_lines
-from workbook.metrics.loading import input_kind, is_jsonl_file, read_metrics_file
+from workbook.metrics.loading import input_kind, is_jsonl_file, read_lines, read_metrics_file
 from workbook.metrics.model import RunMetrics
 
 KEPT = 8  # run directories whose reading is kept in memory
@@ -60,7 +57,7 @@ def reading_of(path: Path) -> Reading:
     """
     path = Path(path).resolve()
     folder = input_kind(path) == "run directory"
-    signature = _signature(path) if folder else (_stat(path),)
+    signature = _signature(path) if folder else (file_signature(path),)
     kept = _KEPT.get(path)
     if kept is not None and kept[0] == signature:
         _KEPT.move_to_end(path)
@@ -133,34 +130,14 @@ def _one_pass(log: Path, diagnoser: Diagnoser) -> RunMetrics:
 
 
 def _read(log: Path, diagnoser: Diagnoser) -> RunMetrics:
-
     def tee() -> Iterator[str]:
         feed = diagnoser.feed
         for line in iter_lines(log, keepends=True):
             feed(line[:-1] if line.endswith("\n") else line)
             yield line
 
-    lines = tee()
-    head: list[str] = []
-    for line in lines:
-        head.append(line)
-        if line.strip():
-            break
-    stream = chain(head, lines)
-    metrics = read_jsonl(stream, log.name) if head and looks_like_jsonl(head[-1]) else (
-        read_console(stream, log.name))
-    for _ in stream:  # a reader that stopped early still lets the diagnoser see every line
-        pass
-    return metrics
+    return read_lines(tee(), log.name)
 
 
 def _signature(folder: Path) -> tuple[object, ...]:
-    return tuple(_stat(folder / RUN_FILES[key]) for key in ("metrics", "log"))
-
-
-def _stat(path: Path) -> tuple[int, int, int] | None:
-    try:
-        found = path.stat()
-    except OSError:
-        return None
-    return (found.st_size, found.st_mtime_ns, found.st_ino)
+    return tuple(file_signature(folder / RUN_FILES[key]) for key in ("metrics", "log"))

@@ -13,14 +13,23 @@ import math
 from typing import Annotated, Any, Literal
 
 import annotated_types
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic.fields import FieldInfo
 
 from workbook.core.quoting import cut, short
 from workbook.params.pod_template import DeletionRule, PodSettings
 
 Profile = Literal["npu", "cuda", "cpu"]
-LauncherName = Literal["local", "ray"]
+# local: a process group here; ray: a job on a Ray cluster; kuberay: a RayJob on Kubernetes
+LauncherName = Literal["local", "ray", "kuberay"]
 LossAgg = Literal[
     "token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"
 ]
@@ -100,7 +109,8 @@ RESOURCE_NAME = (r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])
 
 
 class KubeRaySettings(_Strict):
-    """How ``workbook rayjob`` builds the RayJob: pods, devices, cleanup (see the manifest module).
+    """How ``launcher: kuberay`` (and ``workbook rayjob``) builds the RayJob: pods, devices,
+    cleanup (see the manifest module).
 
     ``image`` is required there (no CPU fallback image without verl); ``device_resource`` is the
     device plugin's resource name (default per profile: Huawei CCE's ``huawei.com/ascend-1980``;
@@ -227,11 +237,23 @@ class Scenario(_Strict):
     overrides: list[str] = Field(default_factory=list)
     ray: RaySettings = Field(default_factory=RaySettings)
     rollouts: RolloutSettings = Field(default_factory=RolloutSettings)
-    kuberay: KubeRaySettings = Field(default_factory=KubeRaySettings)
+    # validated when left out too: launcher: kuberay needs its image
+    kuberay: KubeRaySettings = Field(default_factory=KubeRaySettings, validate_default=True)
     verl: VerlSettings = Field(default_factory=VerlSettings)
     entry: EntrySettings = Field(default_factory=EntrySettings)
     data: DataSettings = Field(default_factory=DataSettings)
     checks: dict[str, Any] | None = None
+
+    @field_validator("kuberay")
+    @classmethod
+    def _image_to_run(cls, kuberay: KubeRaySettings, info: ValidationInfo) -> KubeRaySettings:
+        """A scenario that runs on KubeRay says which verl image its pods run (fields are
+        validated in order: ``launcher`` is known here)."""
+        if info.data.get("launcher") == "kuberay" and not (kuberay.image or "").strip():
+            raise ValueError("needs an image with launcher: kuberay: kuberay.image is the verl "
+                             "image the pods run (with verl, its accelerator stack and Ray), "
+                             "e.g. -s kuberay.image=REGISTRY/verl:TAG")
+        return kuberay
 
     @property
     def uses_critic(self) -> bool:

@@ -18,7 +18,6 @@ import html
 import json
 import math
 import statistics
-from base64 import b64encode
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ from workbook.core.layout import (
     write_json,
 )
 from workbook.plots.panels import overlay
-from workbook.report.sections import Section
+from workbook.report.sections import Figure, Section, encoded
 from workbook.report.view import RunView, load_view
 
 CURVES = (
@@ -94,7 +93,38 @@ def load(folder: Path) -> Comparison:
     return Comparison(folder, views, list(data["labels"]), _window(views), data)
 
 
-def table(comparison: Any) -> Section:
+@dataclass(frozen=True)
+class RunLine:
+    """One run of the table, every number already as text (``-`` where there is none)."""
+
+    run_id: str
+    label: str
+    clip_ratio_low: str
+    clip_ratio_high: str
+    clip: str
+    clip_delta: str
+    reward: str
+    reward_delta: str
+    step: str
+    step_delta: str
+    replayed: int
+    verdict: str
+    report: str | None  # the run's report.html relative to the comparison, None when missing
+
+
+@dataclass(frozen=True)
+class RunsTable:
+    headers: tuple[str, ...]
+    rows: tuple[RunLine, ...]
+
+
+@dataclass(frozen=True)
+class Curves:
+    figures: tuple[Figure, ...]
+    replayed: tuple[int, ...]  # steps every run replayed from the same dump (shaded)
+
+
+def table(comparison: Any) -> Section[RunsTable]:
     """One row per run: clip ratios, window means, step time, verdict; differences to the first."""
     c = comparison_of(comparison)
     lo, hi = c.window or (None, None)
@@ -106,28 +136,22 @@ def table(comparison: Any) -> Section:
     for label, view in zip(c.labels, c.runs, strict=False):  # labels may come from a file
         numbers = summary_numbers(view, c.window)
         first = first or numbers
-        link = _relative_link(view.path / RUN_FILES["report"], c.folder)
         verdict, _ = view.verdict
-        rows.append(
-            f'<tr data-run="{_e(view.run_id)}"><td>{_e(label)}</td>'
-            f"<td>{_e(_ratio(view.run.get('clip_ratio_low')))} / "
-            f"{_e(_ratio(view.run.get('clip_ratio_high')))}</td>"
-            f'<td class="num" data-clipfrac>{_fmt(numbers["clip"])}</td>'
-            f'<td class="num">{_delta(numbers["clip"], first["clip"])}</td>'
-            f'<td class="num">{_fmt(numbers["reward"])}</td>'
-            f'<td class="num">{_delta(numbers["reward"], first["reward"])}</td>'
-            f'<td class="num">{_fmt(numbers["step"])}</td>'
-            f'<td class="num">{_delta(numbers["step"], first["step"], relative=True)}</td>'
-            f'<td class="num">{numbers["replayed"]}</td>'
-            f'<td><span class="wb-verdict-{_e(verdict)}">{_e(verdict)}</span></td>'
-            f"<td>{link}</td></tr>")
-    body = ("<table class=\"wb-compare\"><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head)
-            + f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
-    return Section("compare-table", f'<section data-section="compare-table"><h2>Runs</h2>{body}'
-                                    "</section>")
+        rows.append(RunLine(
+            run_id=view.run_id, label=label,
+            clip_ratio_low=_ratio(view.run.get("clip_ratio_low")),
+            clip_ratio_high=_ratio(view.run.get("clip_ratio_high")),
+            clip=_fmt(numbers["clip"]), clip_delta=_delta(numbers["clip"], first["clip"]),
+            reward=_fmt(numbers["reward"]),
+            reward_delta=_delta(numbers["reward"], first["reward"]),
+            step=_fmt(numbers["step"]),
+            step_delta=_delta(numbers["step"], first["step"], relative=True),
+            replayed=numbers["replayed"], verdict=verdict,
+            report=_relative_link(view.path / RUN_FILES["report"], c.folder)))
+    return Section("compare-table", RunsTable(head, tuple(rows)))
 
 
-def curves(comparison: Any) -> Section:
+def curves(comparison: Any) -> Section[Curves]:
     """Each metric of every run on one axis; replayed steps shaded."""
     c = comparison_of(comparison)
     named = list(zip(c.labels, (v.metrics for v in c.runs), strict=False))
@@ -136,13 +160,8 @@ def curves(comparison: Any) -> Section:
     for metric, title in CURVES:
         png = overlay(named, metric, f"{title} ({metric})", shade=replayed)
         if png is not None:
-            data = b64encode(png).decode("ascii")
-            figures.append(f'<figure data-panel="compare:{_e(metric)}"><img alt="{_e(title)}" '
-                           f'src="data:image/png;base64,{data}"></figure>')
-    note = (f'<p class="wb-note">Shaded: steps {", ".join(map(str, replayed))} replayed the same '
-            "rollouts in every run.</p>") if replayed else ""
-    return Section("compare-curves", '<section data-section="plots"><h2>Curves</h2>'
-                                     f"{note}{''.join(figures)}</section>")
+            figures.append(Figure(f"compare:{metric}", title, encoded(png)))
+    return Section("compare-curves", Curves(tuple(figures), tuple(replayed)))
 
 
 def summary_numbers(view: RunView, window: tuple[int, int] | None) -> dict[str, Any]:
@@ -194,13 +213,13 @@ def runs_root_of(c: Comparison) -> Path | None:
     return Path(roots.pop()) if len(roots) == 1 else None
 
 
-def _relative_link(target: Path, base: Path) -> str:
+def _relative_link(target: Path, base: Path) -> str | None:
+    """``target`` relative to ``base`` (a link that works wherever the tree is copied)."""
     import os
 
     if not target.is_file():
-        return "no report"
-    rel = Path(os.path.relpath(target, base)).as_posix()
-    return f'<a href="{_e(rel)}">report</a>'
+        return None
+    return Path(os.path.relpath(target, base)).as_posix()
 
 
 def _fmt(value: float | None) -> str:

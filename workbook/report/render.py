@@ -6,8 +6,11 @@ every report cell, the output that cell's library call gives for this run direct
 (each report cell is one ``sections.<name>(run)`` call that reads only the run's files). So
 the report is the same whether the run was driven from JupyterLab, by plain papermill or by
 ``workbook run``, and whether or not its notebook survived: a crashed run always gets one.
-The same notebook, with those outputs, is written as the run's ``notebook.ipynb`` when the
-run directory has none (a JupyterLab or plain-papermill run keeps its own copy elsewhere).
+Rendered at the end of a notebook, in its kernel, the page reuses the sections its cells just
+computed (kept while the run's files are unchanged: :mod:`workbook.report.cache`) rather than
+drawing them again. The same notebook, with those outputs, is written as the run's
+``notebook.ipynb`` when the run directory has none (a JupyterLab or plain-papermill run keeps
+its own copy elsewhere).
 
 nbconvert's ``lab`` and ``classic`` templates pull require.js and MathJax from CDNs; a report
 must open offline, so the notebook is exported with the ``basic`` template (body only, no
@@ -21,7 +24,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,6 @@ from workbook.core.layout import (
     COMPARISON_NOTEBOOK,
     COMPARISON_PAGE,
     RUN_FILES,
-    default_root,
     write_atomic,
     write_redacted,
 )
@@ -42,7 +43,6 @@ from workbook.core.project import notebook as project_notebook
 from workbook.core.project import run_notebook
 from workbook.core.redaction import redact_mapping
 from workbook.report import compare, sections
-from workbook.report.index import write_index
 from workbook.report.page import page
 
 REPORT_TAG, BANNER_TAG = "report", "banner"
@@ -50,7 +50,7 @@ REPORT_TAG, BANNER_TAG = "report", "banner"
 DROP_TAGS = {"parameters", "injected-parameters", "notebook-only"}
 _CALL = re.compile(r"^\s*((?:sections|compare)\.\w+)\(\s*\w+\s*\)\s*$")
 # A report cell is one of these calls on the run (or comparison) folder; nothing else runs.
-SECTIONS: dict[str, Callable[[Any], sections.Section]] = {
+SECTIONS: dict[str, Callable[[Any], sections.Section[Any]]] = {
     "sections.banner": sections.banner, "sections.checks": sections.checks,
     "sections.plots": sections.plots, "sections.failure": sections.failure,
     "sections.parameters": sections.parameters,
@@ -91,15 +91,6 @@ def render_comparison(folder: Path) -> Path:
         write_redacted(folder / COMPARISON_NOTEBOOK, nbformat.writes(notebook) + "\n")
     return write_atomic(folder / COMPARISON_PAGE,
                         page(f"comparison · {folder.name}", notebook_body(notebook)))
-
-
-def finish_comparison(comparison: Any) -> Path:
-    """Render ``comparison.html`` and refresh the runs index; returns the page (printed too)."""
-    c = compare.comparison_of(comparison)
-    rendered = render_comparison(c.folder)
-    write_index(compare.runs_root_of(c) or default_root())
-    print(f"workbook: comparison {rendered}", file=sys.__stderr__, flush=True)
-    return rendered
 
 
 def template_of(run: dict[str, Any]) -> Path | None:

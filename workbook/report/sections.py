@@ -1,23 +1,30 @@
 """What the notebook's report cells display, and what a report built without a notebook shows.
 
 Each function takes a run (a ``Run`` from ``workbook.run.steps``, a ``RunDir``, or a path) and
-returns a :class:`Section`: HTML with ``_repr_html_``, so a notebook cell that ends with the call
-displays it, and :func:`workbook.report.render.render_report` can build the same page straight
-from the run directory when the notebook crashed. Images are inline base64 PNGs: the report is
-one self-contained file. Every element carries a ``data-*`` attribute that tests look for.
+returns a :class:`Section`: the block's data (facts, rows, figures, notes) and, through
+``_repr_html_``, its HTML from the one template of every section (``templates/``), so a notebook
+cell that ends with the call displays it, and :func:`workbook.report.render.render_report`
+builds the same page from the run directory, notebook or not. Images are inline base64 PNGs: the
+report is one self-contained file. Every element carries a ``data-*`` attribute tests look for.
+
+A section is computed once per state of its run directory (:mod:`workbook.report.cache`): the
+page rendered at the end of a notebook reuses what its cells computed.
 """
 
 from __future__ import annotations
 
-import html
 from base64 import b64encode
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from workbook import provenance
+from workbook.core.status import Verdict
 from workbook.plots.panels import Panel, build_panels, regression_panel
-from workbook.report.page import banner_style, status_style
+from workbook.report.cache import kept
+from workbook.report.template import section_html
 from workbook.report.view import (
     RunView,
     band_of,
@@ -28,7 +35,6 @@ from workbook.report.view import (
     load_view,
 )
 
-_e = html.escape
 CHECKS_NOTE = (
     "Every check is a row: its value, what was expected and whether it held. A comparison with "
     "the baseline allows k sigma of the blessed runs' spread (or a floor, or the scenario's own "
@@ -41,20 +47,137 @@ PLOTS_NOTE = (
     "1 + clip_ratio_high] (the configured ratios are in its title). A panel whose metrics the run "
     "did not log is left out; a baseline, where the checks have one, is a shaded band."
 )
+FAILING_ROWS = ("fail", "error")  # check rows whose metric is drawn against its band
+
+D = TypeVar("D")
+Facts = tuple[tuple[str, str], ...]  # (label, value) in the order shown
 
 
 @dataclass(frozen=True)
-class Section:
-    """One block of a report; displays itself in Jupyter."""
+class Section(Generic[D]):
+    """One block of a report: its data, and its HTML (which Jupyter displays)."""
 
     key: str
-    html: str
+    data: D
+
+    @cached_property
+    def html(self) -> str:
+        return section_html(self.key, self.data)
 
     def _repr_html_(self) -> str:
         return self.html
 
     def __repr__(self) -> str:
         return f"<report section {self.key}>"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A drawn panel, its PNG inline (base64); ``metrics`` are those it draws, when known."""
+
+    key: str
+    title: str
+    png: str
+    metrics: tuple[str, ...] | None = None
+
+    @property
+    def metrics_text(self) -> str:
+        return " ".join(self.metrics or ())
+
+    @classmethod
+    def of(cls, panel: Panel) -> Figure:
+        return cls(panel.key, panel.title, encoded(panel.png), tuple(panel.metrics))
+
+
+@dataclass(frozen=True)
+class Banner:
+    verdict: str
+    reason: str
+    facts: Facts
+
+
+@dataclass(frozen=True)
+class CheckLine:
+    """One row of the checks table, every cell as text."""
+
+    name: str
+    metric: str
+    value: str
+    expected: str
+    band: str
+    status: str
+    message: str
+
+    @property
+    def status_label(self) -> str:
+        return self.status.replace("_", " ").upper()
+
+
+@dataclass(frozen=True)
+class Checks:
+    rows: tuple[CheckLine, ...]
+    figures: tuple[Figure, ...] = ()  # failed comparisons against their bands
+    note: str = CHECKS_NOTE
+
+
+@dataclass(frozen=True)
+class Plots:
+    logged: bool  # False: the run logged no metrics
+    figures: tuple[Figure, ...] = ()
+    note: str = PLOTS_NOTE
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Shown for a failed run only; ``category`` is None when the run has no diagnosis."""
+
+    failed: bool
+    category: str | None = None
+    summary: str = ""
+    last_step: str | None = None
+    evidence: str = ""
+    tail: tuple[str, ...] = ()
+
+    @property
+    def tail_text(self) -> str:
+        return "\n".join(self.tail)
+
+
+@dataclass(frozen=True)
+class Parameters:
+    command: str
+    env: Facts
+    params: str
+
+
+@dataclass(frozen=True)
+class Reproducibility:
+    facts: Facts
+    npu_smi: str = ""
+
+
+@dataclass(frozen=True)
+class Node:
+    ip: str
+    head: bool
+    node_id: str
+    alive: bool
+    resources: str
+
+
+@dataclass(frozen=True)
+class Required:
+    nodes: str
+    devices_per_node: str
+    device_resource: str
+    address: str
+
+
+@dataclass(frozen=True)
+class Preflight:
+    recorded: bool  # False: no pre-flight result in run.json
+    nodes: tuple[Node, ...] = ()
+    required: Required | None = None
 
 
 def run_path(run: Any) -> Path:
@@ -69,9 +192,65 @@ def view(run: Any) -> RunView:
     return load_view(run_path(run))
 
 
-def banner(run: Any) -> Section:
+def banner(run: Any) -> Section[Banner]:
     """Verdict, its one-line reason, and the facts needed to place the run."""
-    v = view(run)
+    return _kept("banner", run, _banner)
+
+
+def checks(run: Any) -> Section[Checks]:
+    """The checks table with pass/fail colours; a failed comparison's curve against its band."""
+    return _kept("checks", run, _checks)
+
+
+def plots(run: Any) -> Section[Plots]:
+    """Every panel the run's metrics allow; the baselines of the checks drawn as bands."""
+    return _kept("plots", run, _plots)
+
+
+def failure(run: Any, lines: int = 50) -> Section[Failure]:
+    """For a failed run only: the diagnosis, its evidence and the end of the log."""
+    return _kept("failure", run, lambda v: _failure(v, lines), lines)
+
+
+def parameters(run: Any) -> Section[Parameters]:
+    """The resolved parameters and the exact command (environment included), redacted."""
+    return _kept("parameters", run, _parameters)
+
+
+def reproducibility(run: Any) -> Section[Reproducibility]:
+    """Versions, commits, OS, Python, host and hardware the run ran with."""
+    return _kept("reproducibility", run, _reproducibility)
+
+
+def preflight(run: Any) -> Section[Preflight]:
+    """The Ray launcher's pre-flight: the nodes it found, their resources, what was required."""
+    return _kept("preflight", run, _preflight)
+
+
+def report_sections(run: Any) -> list[Section[Any]]:
+    """All sections in report order (what a report built from the run directory shows)."""
+    return [
+        banner(run),
+        checks(run),
+        plots(run),
+        failure(run),
+        parameters(run),
+        reproducibility(run),
+    ]
+
+
+def encoded(png: bytes) -> str:
+    """PNG bytes as the base64 text of a ``data:`` URL."""
+    return b64encode(png).decode("ascii")
+
+
+def _kept(key: str, run: Any, build: Callable[[RunView], D], *args: Any) -> Section[D]:
+    """The section ``key`` of ``run``, built from its view unless kept for its current files."""
+    path = run_path(run)
+    return kept(path, (key, *args), lambda: Section(key, build(load_view(path))))
+
+
+def _banner(v: RunView) -> Banner:
     status, reason = v.verdict
     expected = v.run.get("expected_steps")
     steps = v.steps_reached
@@ -90,49 +269,27 @@ def banner(run: Any) -> Section:
     if replayed:
         facts["rollouts"] = (f"replayed from a dump (steps {replayed[0]}-{replayed[-1]})"
                              if len(replayed) > 1 else f"replayed from a dump (step {replayed[0]})")
-    items = "".join(
-        f'<div><dt>{_e(k)}</dt><dd data-fact="{_e(k)}">{_e(str(val))}</dd></div>'
-        for k, val in facts.items()
-    )
-    body = (
-        f'<section class="wb-banner wb-{_e(status)}" id="verdict-banner" data-verdict="{_e(status)}"'
-        f' style="{banner_style(status)}">'
-        f'<div class="wb-verdict" style="font-size:1.6em;font-weight:700">{_e(status.upper())}</div>'
-        f'<div class="wb-reason" data-reason>{_e(reason)}</div>'
-        f'<dl style="display:flex;flex-wrap:wrap;gap:4px 22px;margin:0">{items}</dl></section>'
-    )
-    return Section("banner", body)
+    return Banner(status, reason, tuple((k, str(val)) for k, val in facts.items()))
 
 
-def checks(run: Any) -> Section:
-    """The checks table with pass/fail colours; a failed comparison's curve against its band."""
-    v = view(run)
+def _checks(v: RunView) -> Checks:
     rows = v.rows
-    if not rows:
-        return Section(
-            "checks",
-            '<section data-section="checks"><h2>Checks</h2>'
-            "<p>No checks were evaluated for this run.</p></section>",
+    lines = tuple(
+        CheckLine(
+            name=str(r.get("name", "")),
+            metric=str(r.get("metric") or ""),
+            value=_fmt(r.get("value")),
+            expected=str(r.get("expected", "")),
+            band=str(r.get("band") or ""),
+            status=str(r.get("status", "")),
+            message=str(r.get("message", "")),
         )
-    cells = "".join(
-        f'<tr class="wb-row-{_e(str(r.get("status")))}" data-check="{_e(str(r.get("name")))}">'
-        f"<td>{_e(str(r.get('name', '')))}</td><td>{_e(str(r.get('metric') or ''))}</td>"
-        f'<td class="num">{_e(_fmt(r.get("value")))}</td><td>{_e(str(r.get("expected", "")))}</td>'
-        f"<td>{_e(str(r.get('band') or ''))}</td>"
-        f'<td class="wb-status" style="{status_style(str(r.get("status")))}">'
-        f'{_e(str(r.get("status", "")).replace("_", " ").upper())}</td>'
-        f"<td>{_e(str(r.get('message', '')))}</td></tr>"
         for r in rows
-    )
-    table = (
-        '<table class="wb-checks"><thead><tr><th>check</th><th>metric</th><th>value</th>'
-        "<th>expected</th><th>band from</th><th>status</th><th>message</th></tr></thead>"
-        f"<tbody>{cells}</tbody></table>"
     )
     figures = []
     for row in rows:
         band = band_of(row)
-        if row.get("status") in ("fail", "error") and row.get("metric") and band is not None:
+        if row.get("status") in FAILING_ROWS and row.get("metric") and band is not None:
             panel = regression_panel(
                 v.metrics,
                 str(row["metric"]),
@@ -140,92 +297,51 @@ def checks(run: Any) -> Section:
                 f"{row['metric']} against its baseline ({row.get('name')})",
             )
             if panel is not None:
-                figures.append(_figure(panel))
-    return Section(
-        "checks",
-        f'<section data-section="checks"><h2>Checks</h2><p class="wb-note">{CHECKS_NOTE}</p>'
-        f"{table}{''.join(figures)}</section>",
-    )
+                figures.append(Figure.of(panel))
+    return Checks(lines, tuple(figures))
 
 
-def plots(run: Any) -> Section:
-    """Every panel the run's metrics allow; the baselines of the checks drawn as bands."""
-    v = view(run)
+def _plots(v: RunView) -> Plots:
     if not v.metrics.steps:
-        return Section(
-            "plots",
-            '<section data-section="plots"><h2>Plots</h2>'
-            "<p>The run logged no metrics.</p></section>",
-        )
+        return Plots(logged=False)
     panels = build_panels(
         v.metrics,
         clip_ratio_low=finite_number(v.run.get("clip_ratio_low")),
         clip_ratio_high=finite_number(v.run.get("clip_ratio_high")),
         bands=bands(v.rows),
     )
-    return Section(
-        "plots",
-        f'<section data-section="plots"><h2>Plots</h2><p class="wb-note">{PLOTS_NOTE}</p>'
-        + "".join(_figure(p) for p in panels)
-        + "</section>",
-    )
+    return Plots(logged=True, figures=tuple(Figure.of(p) for p in panels))
 
 
-def failure(run: Any, lines: int = 50) -> Section:
-    """For a failed run only: the diagnosis, its evidence and the end of the log."""
-    v = view(run)
+def _failure(v: RunView, lines: int) -> Failure:
     status, _ = v.verdict
-    if status != "failed":
-        return Section("failure", "")
+    if status != Verdict.FAILED.value:
+        return Failure(failed=False)
     diagnosis = v.run.get("diagnosis") or {}
-    evidence = "\n".join(str(x) for x in diagnosis.get("evidence") or [])
-    parts = ['<section class="wb-failure" data-section="failure"><h2>Why it failed</h2>']
-    if diagnosis:
-        parts.append(
-            f"<p><strong data-category>{_e(str(diagnosis.get('category', 'unknown')))}</strong>: "
-            f"{_e(str(diagnosis.get('summary', '')))}"
-            + (
-                f" (last step {_e(str(diagnosis['last_step']))})"
-                if diagnosis.get("last_step") is not None
-                else ""
-            )
-            + "</p>"
-        )
-    if evidence:
-        parts.append(f"<h3>Evidence</h3><pre data-evidence>{_e(evidence)}</pre>")
-    tail = v.log_tail(lines)
-    parts.append(
-        f"<h3>Last {len(tail)} lines of the log</h3><pre data-log-tail>{_e(chr(10).join(tail))}</pre>"
+    last = diagnosis.get("last_step")
+    return Failure(
+        failed=True,
+        category=str(diagnosis.get("category", "unknown")) if diagnosis else None,
+        summary=str(diagnosis.get("summary", "")),
+        last_step=None if last is None else str(last),
+        evidence="\n".join(str(x) for x in diagnosis.get("evidence") or []),
+        tail=tuple(v.log_tail(lines)),
     )
-    return Section("failure", "".join(parts) + "</section>")
 
 
-def parameters(run: Any) -> Section:
-    """The resolved parameters and the exact command (environment included), redacted."""
-    v = view(run)
+def _parameters(v: RunView) -> Parameters:
     command = v.command()
     env = command.get("env") or {}
-    env_rows = "".join(
-        f"<tr><td>{_e(str(k))}</td><td>{_e(str(val))}</td></tr>" for k, val in sorted(env.items())
-    )
     shell = v.text("command_sh") or " ".join(str(a) for a in command.get("argv") or [])
-    body = (
-        '<section data-section="parameters"><h2>Parameters and command</h2>'
-        f"<details open><summary>Command</summary><pre data-command>{_e(shell or 'not recorded')}</pre></details>"
-        + (
-            f'<details><summary>Environment ({len(env)})</summary><table class="wb-kv">{env_rows}</table></details>'
-            if env
-            else ""
-        )
-        + f"<details><summary>Resolved parameters</summary><pre data-params>{_e(v.text('params') or 'not recorded')}</pre>"
-        "</details></section>"
+    return Parameters(
+        command=shell or "not recorded",
+        env=tuple((str(k), str(val)) for k, val in sorted(env.items())),
+        params=v.text("params") or "not recorded",
     )
-    return Section("parameters", body)
 
 
-def reproducibility(run: Any) -> Section:
-    """Versions, commits, OS, Python, host and hardware the run ran with."""
-    r = view(run).run
+def _reproducibility(v: RunView) -> Reproducibility:
+    r = v.run
     hw = r.get("hardware") or {}
     rows: list[tuple[str, Any]] = [("workbook", (r.get("versions") or {}).get("verl-workbook"))]
     rows += [(f"{k} commit", c) for k, c in (r.get("commits") or {}).items()]
@@ -246,22 +362,12 @@ def reproducibility(run: Any) -> Section:
             f"{r.get('nodes')} x {r.get('devices_per_node')}" if r.get("nodes") else None,
         ),
     ]
-    table = "".join(
-        f"<tr><td>{_e(k)}</td><td>{_e(str(val))}</td></tr>"
-        for k, val in rows
-        if val not in (None, "")
-    )
-    npu = f"<h3>npu-smi info</h3><pre>{_e(str(r['npu_smi']))}</pre>" if r.get("npu_smi") else ""
-    return Section(
-        "reproducibility",
-        '<section data-section="reproducibility"><h2>Reproducibility</h2>'
-        f'<table class="wb-kv">{table or "<tr><td>not recorded</td></tr>"}</table>{npu}</section>',
-    )
+    facts = tuple((k, str(val)) for k, val in rows if val not in (None, ""))
+    return Reproducibility(facts, str(r["npu_smi"]) if r.get("npu_smi") else "")
 
 
-def preflight(run: Any) -> Section:
-    """The Ray launcher's pre-flight: the nodes it found, their resources, what was required."""
-    info = view(run).run
+def _preflight(v: RunView) -> Preflight:
+    info = v.run
     found = next(
         (
             d
@@ -274,39 +380,27 @@ def preflight(run: Any) -> Section:
         ),
         None,
     )
-    head = '<section data-section="preflight"><h2>Pre-flight</h2>'
     if not isinstance(found, dict):
-        return Section(
-            "preflight",
-            head + "<p>No pre-flight result recorded (local launcher, "
-            "or the run did not reach the cluster).</p></section>",
+        return Preflight(recorded=False)
+    nodes = tuple(
+        Node(
+            ip=str(n.get("ip", "")),
+            head=bool(n.get("is_head")),
+            node_id=str(n.get("node_id", ""))[:12],
+            alive=bool(n.get("alive")),
+            resources=_resources(n.get("resources") or {}),
         )
-    rows = "".join(
-        f"<tr data-node><td>{_e(str(n.get('ip', '')))}{' (head)' if n.get('is_head') else ''}</td>"
-        f"<td>{_e(str(n.get('node_id', ''))[:12])}</td><td>{'yes' if n.get('alive') else 'no'}</td>"
-        f"<td>{_e(_resources(n.get('resources') or {}))}</td></tr>"
         for n in found.get("nodes") or []
         if isinstance(n, dict)
     )
     need = found.get("required") or {}
-    wanted = (
-        (
-            f"<p>Required: {_e(str(need.get('nodes')))} nodes x {_e(str(need.get('devices_per_node')))} "
-            f"{_e(str(need.get('device_resource', 'device')))} per node; cluster at "
-            f"<code>{_e(str(found.get('address', '')))}</code>.</p>"
-        )
-        if need
-        else ""
-    )
-    table = (
-        (
-            '<table class="wb-kv"><tr><th>node</th><th>id</th><th>alive</th><th>resources</th></tr>'
-            f"{rows}</table>"
-        )
-        if rows
-        else "<p>No alive node reported.</p>"
-    )
-    return Section("preflight", head + wanted + table + "</section>")
+    required = Required(
+        nodes=str(need.get("nodes")),
+        devices_per_node=str(need.get("devices_per_node")),
+        device_resource=str(need.get("device_resource", "device")),
+        address=str(found.get("address", "")),
+    ) if need else None
+    return Preflight(recorded=True, nodes=nodes, required=required)
 
 
 def _resources(resources: dict[str, Any]) -> str:
@@ -323,26 +417,6 @@ def _resources(resources: dict[str, Any]) -> str:
                 f"{key} {value:g}" if isinstance(value, (int, float)) else f"{key} {value}"
             )
     return ", ".join(parts)
-
-
-def report_sections(run: Any) -> list[Section]:
-    """All sections in report order (what a report built from the run directory shows)."""
-    return [
-        banner(run),
-        checks(run),
-        plots(run),
-        failure(run),
-        parameters(run),
-        reproducibility(run),
-    ]
-
-
-def _figure(panel: Panel) -> str:
-    data = b64encode(panel.png).decode("ascii")
-    return (
-        f'<figure data-panel="{_e(panel.key)}"><img alt="{_e(panel.title)}" '
-        f'src="data:image/png;base64,{data}" data-metrics="{_e(" ".join(panel.metrics))}"></figure>'
-    )
 
 
 def _fmt(value: Any) -> str:

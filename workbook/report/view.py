@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from workbook.core.layout import RUN_FILES
+from workbook.core.layout import RUN_FILES, file_signature
 from workbook.core.redaction import LineRedactor, form_of, redact_document, redact_mapping
 from workbook.core.status import FAILED_STATUSES, VERDICTS, RunStatus, Shown, Verdict
 from workbook.errors import MetricsError
@@ -138,14 +138,8 @@ _CACHE: dict[Path, tuple[tuple[object, ...], RunView]] = {}
 
 
 def _signature(path: Path) -> tuple[object, ...]:
-    found: list[object] = []
-    for key in ("run", "checks", "metrics", "log"):
-        try:
-            stat = (path / RUN_FILES[key]).stat()
-            found.append((stat.st_size, stat.st_mtime_ns))
-        except OSError:
-            found.append(None)
-    return tuple(found)
+    return tuple(file_signature(path / RUN_FILES[key])
+                 for key in ("run", "checks", "metrics", "log"))
 
 
 def read_metrics(path: Path, *, quick: bool = False) -> RunMetrics:

@@ -11,20 +11,19 @@ report. SIGINT and SIGTERM ask the launcher to stop (``stop.request``): the run 
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 
 from workbook.checks.verdict import exit_code_of
 from workbook.core.layout import RunDir
 from workbook.core.project import notebook as project_notebook
 from workbook.core.project import run_notebook
+from workbook.core.signals import stopping_on_signals
 from workbook.errors import WorkbookError
 from workbook.launch.outcome import request_stop
 
@@ -79,25 +78,15 @@ def execute_run(params: Path, sets: list[str], rd: RunDir, *, runs_root: Path,
                      report if report.is_file() else None, done.errors if done else [])
 
 
-@contextmanager
-def _stop_on_signals(rd: RunDir, *, enabled: bool) -> Iterator[None]:
-    """SIGINT/SIGTERM ask the run to stop, once; the report still follows."""
-    if not enabled or threading.current_thread() is not threading.main_thread():
-        yield
-        return
+def _stop_on_signals(rd: RunDir, *, enabled: bool) -> AbstractContextManager[None]:
+    """SIGINT/SIGTERM ask the run to stop; the report still follows."""
 
-    def stop(signum: int, _frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
+    def stop(name: str) -> None:
         request_stop(rd.path, f"stopped by the user ({name})")
         print(f"\nworkbook: stopping the run ({name}); its report follows", file=sys.stderr,
               flush=True)
 
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    return stopping_on_signals(stop, enabled=enabled)
 
 
 @contextmanager

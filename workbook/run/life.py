@@ -31,6 +31,7 @@ from workbook.core.layout import (
     RUN_FILES,
     RunDir,
     default_root,
+    file_signature,
     now_iso,
 )
 from workbook.core.status import ACTIVE, RunStatus
@@ -55,10 +56,11 @@ def run_dir_of(run: Any) -> RunDir:
     return RunDir(Path(run).resolve())
 
 
-def record_outcome(rd: RunDir, outcome: Outcome, *, expected_steps: int | None = None
-                   ) -> dict[str, Any]:
-    """Write the outcome, the metrics reached and a diagnosis into run.json (a run directory
-    that never got as far as its log or its resolved params is recorded too)."""
+def record_outcome(rd: RunDir, outcome: Outcome, *, expected_steps: int | None = None,
+                   conditions: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write the outcome, the metrics reached, a diagnosis and the machine's ``conditions``
+    while it ran into run.json (a run directory that never got as far as its log or its
+    resolved params is recorded too)."""
     from workbook.metrics.reading import reading_of
 
     if expected_steps is None:
@@ -73,6 +75,7 @@ def record_outcome(rd: RunDir, outcome: Outcome, *, expected_steps: int | None =
         launch_details=details,
         steps_reached=reading.metrics.last_step,
         diagnosis=diagnosis,
+        **({"conditions": conditions} if conditions else {}),
     )
 
 
@@ -233,20 +236,12 @@ def _inputs(rd: RunDir, step: str, *, baseline: str | None = None) -> str:
         judged = closed.get("judge") if isinstance(closed, dict) else None
         baseline = judged.get("baseline") if isinstance(judged, dict) else None
     files = ["log", "metrics", "params"] + (["checks"] if step == "report" else [])
-    stats = [_stat(rd.file(key)) for key in files]
+    stats = [file_signature(rd.file(key)) for key in files]
     if baseline:
-        stats.append(_stat(Path(baseline)))
+        stats.append(file_signature(Path(baseline)))
     text = json.dumps({"run": run, "files": stats, "baseline": baseline,
                        "workbook": _version()}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _stat(path: Path) -> list[int] | None:
-    try:
-        found = path.stat()
-    except OSError:
-        return None
-    return [found.st_size, found.st_mtime_ns]
 
 
 def _version() -> str:

@@ -21,10 +21,11 @@ from workbook import provenance
 from workbook.command import as_json, as_shell, build_plan
 from workbook.command.builder import ROLLOUTS_DIR
 from workbook.command.plan import Plan
-from workbook.core.layout import RunDir, default_root, write_redacted
+from workbook.core.layout import CLUSTER_FILE, RunDir, default_root, write_redacted
 from workbook.core.project import find_scenario
 from workbook.core.serialization import dump_yaml
 from workbook.core.status import RunStatus
+from workbook.launch.launcher import Launcher
 from workbook.launch.outcome import Outcome
 from workbook.params import Scenario
 from workbook.run.life import DRIVEN, Finished, close, driven, finish, judge, record_outcome
@@ -53,8 +54,9 @@ def settings_to_sets(settings: dict[str, Any] | None) -> list[str]:
 
 
 def python_for(s: Scenario) -> str:
-    """The CPU profile runs in this very environment; accelerator images bring their own."""
-    return sys.executable if s.profile == "cpu" else "python3"
+    """The CPU profile runs in this very environment; accelerator images (and every KubeRay
+    pod) bring their own."""
+    return sys.executable if s.profile == "cpu" and s.launcher != "kuberay" else "python3"
 
 
 def plugin_dir() -> Path:
@@ -65,6 +67,12 @@ def plugin_dir() -> Path:
 
 
 def plan_for(s: Scenario, run_dir: Path) -> Plan:
+    """The exact command of a run into ``run_dir``; a KubeRay run's is the pods', into their
+    own run folder of the same run id."""
+    if s.launcher == "kuberay":
+        from workbook.launch.kuberay.pods import pod_plan
+
+        return pod_plan(s, Path(run_dir).name)
     plugin = str(plugin_dir()) if s.profile == "cpu" else None
     return build_plan(s, run_dir, python=python_for(s), plugin_path=plugin)
 
@@ -90,29 +98,55 @@ def prepare(
     run_dir: str | Path = "",
     run_root: str | Path = "",
     notebook: str = "",
+    rayjob_name: str = "",
+    announce: bool = True,
 ) -> Run:
     """Validate the scenario, create (or adopt) the run directory and write the command.
 
     ``scenario`` resolves against the project, not the working directory (a JupyterLab kernel
     runs in ``notebooks/``); runs land under ``run_root``, else the one runs root
     (``$WORKBOOK_RUNS`` or the project's ``runs/``). ``notebook`` names the template the run's
-    report is rendered with (the calling notebook says its own name).
+    report is rendered with (the calling notebook says its own name). ``announce`` prints the
+    run directory to the terminal the run was started from (unless ``workbook run`` drives it).
+
+    A ``launcher: kuberay`` run is the pods': its scenario is loaded with their paths (their
+    ``${HOME}``; nothing of theirs is looked for here), its command and RayJob are written as
+    they run them (the RayJob named ``rayjob_name`` + the run id's end, default the scenario's
+    name), and its provenance says which machine each fact is about.
     """
+    from workbook.params.loader import resolve
+
     scenario_file = find_scenario(scenario)
     sets = settings_to_sets(settings) + list(overrides)
-    ensure_profile_ready(scenario_file, sets)
-    s = validate_scenario(scenario_file, sets)  # what `workbook validate` checks, verl's config too
-    ready_to_launch(s, python=python_for(s))  # data: prepared; model, data, checkout here
+    pods = resolve(scenario_file, sets)[0].get("launcher") == "kuberay"
+    if pods:
+        from workbook.launch.kuberay.pods import pod_variables
+        from workbook.scenario import load_scenario
+
+        s = load_scenario(scenario_file, sets, check_files=False, check_verl=True,
+                          variables=pod_variables())
+    else:
+        ensure_profile_ready(scenario_file, sets)
+        s = validate_scenario(scenario_file, sets)  # what `workbook validate` checks, verl's too
+        ready_to_launch(s, python=python_for(s))  # data: prepared; model, data, checkout here
     if run_dir:
         rd = RunDir(Path(run_dir).resolve())
         rd.path.mkdir(parents=True, exist_ok=True)
     else:
         rd = RunDir.create(Path(run_root).resolve() if run_root else default_root(), s.name)
     plan = plan_for(s, rd.path)
-    pin_rollouts(s, rd)
+    if not pods:  # the pods cannot read this machine's copy of a pinned dump
+        pin_rollouts(s, rd)
     write_redacted(rd.file("params"), dump_yaml(s.model_dump(mode="json")))
-    write_redacted(rd.file("command_json"), as_json(plan))
-    write_redacted(rd.file("command_sh"), "#!/bin/sh\n" + as_shell(plan))
+    if pods:
+        from workbook.launch.kuberay.launcher import KubeRayLauncher, job_name
+
+        job = KubeRayLauncher.for_scenario(s, job_name(rayjob_name or None, s.name, rd.run_id))
+        facts = job.prepare(plan, rd, timeout_s=s.timeout_s)  # command, RayJob, provenance
+    else:
+        write_redacted(rd.file("command_json"), as_json(plan))
+        write_redacted(rd.file("command_sh"), "#!/bin/sh\n" + as_shell(plan))
+        facts = provenance.collect(verl_path=s.verl.path)
     rd.update_run(**{
         "run_id": rd.run_id,
         "scenario": s.name,
@@ -132,9 +166,9 @@ def prepare(
         "notebook": notebook,
         "notebook_parameters": {"scenario": str(scenario), "overrides": list(overrides),
                                 "settings": settings or {}},
-        **provenance.collect(verl_path=s.verl.path),
+        **facts,
     })
-    if not driven():
+    if announce and not driven():
         print(f"workbook: run directory {rd.path}", file=sys.__stderr__, flush=True)
     return Run(s, scenario_file, rd, plan, sets)
 
@@ -150,21 +184,18 @@ def pin_rollouts(s: Scenario, rd: RunDir) -> None:
         shutil.copytree(s.rollouts.replay, target)
 
 
-def launcher_for(run: Run, address: str | None = None) -> Any:
-    s = run.scenario
-    if s.launcher == "ray":
-        from workbook.launch.cluster.on_demand import device_resource
-        from workbook.launch.ray_job import RayJobLauncher
+def launcher_for(run: Run, address: str | None = None) -> Launcher:
+    """The :class:`~workbook.launch.launcher.Launcher` the scenario names, aimed at ``address``
+    (a Ray job server) or at the RayJob ``prepare`` named (a KubeRay run)."""
+    from workbook.launch.launchers import Target, launcher_of
 
-        return RayJobLauncher(
-            address or s.ray.address,
-            nodes=s.nodes,
-            devices_per_node=s.devices_per_node,
-            device_resource=device_resource(s.profile),
-        )
-    from workbook.launch.local import LocalLauncher
+    s, rayjob = run.scenario, None
+    if s.launcher == "kuberay":
+        from workbook.launch.kuberay.launcher import default_name
 
-    return LocalLauncher()
+        rayjob = ((run.run_dir.read_json("run").get("rayjob") or {}).get("name")
+                  or default_name(s.name, run.run_dir.run_id))
+    return launcher_of(s, Target(address=address, rayjob=rayjob))
 
 
 def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
@@ -174,6 +205,7 @@ def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
     after, unless one of that shape is already up (a suite keeps one for consecutive entries).
     """
     from workbook.launch.cluster.on_demand import on_demand
+    from workbook.launch.conditions import watching
     from workbook.metrics.live import ChunkReader
 
     reader = ChunkReader()
@@ -196,13 +228,24 @@ def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
 
     try:
         with on_demand(run.scenario, run.run_dir) as address:
-            outcome = launcher_for(run, address).run(run.plan, run.run_dir, on_line=on_line,
-                                                      timeout_s=run.scenario.timeout_s)
+            with watching(cluster_dirs_of(run.run_dir)) as watch:  # what else used the machine
+                outcome = launcher_for(run, address).run(run.plan, run.run_dir, on_line=on_line,
+                                                          timeout_s=run.scenario.timeout_s)
+            conditions = watch.stop()
     finally:
         if view is not None:
             view.close(reader.metrics)
-    record_outcome(run.run_dir, outcome, expected_steps=run.scenario.total_training_steps)
+    record_outcome(run.run_dir, outcome, expected_steps=run.scenario.total_training_steps,
+                   conditions=conditions.to_dict())
     return outcome
+
+
+def cluster_dirs_of(rd: RunDir) -> list[str]:
+    """Temp dirs of the local Ray clusters a run may use (its own, a suite's shared one): their
+    processes are the run's, though they are not its descendants."""
+    from workbook.launch.cluster.state import default_state_file, temp_dir_for
+
+    return [str(temp_dir_for(rd.path / CLUSTER_FILE)), str(temp_dir_for(default_state_file()))]
 
 
 __all__ = ["DRIVEN", "Finished", "Run", "close", "driven", "finish", "judge", "launch",

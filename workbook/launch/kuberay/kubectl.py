@@ -5,8 +5,9 @@ LaunchError (exit 3) quoting kubectl's last stderr line. Reads that fail for a r
 passes (the API server unreachable for a moment, throttled, restarting) are retried with
 backoff; one such failure never ends a run whose job goes on. The RayJob is *created*, never
 applied over an existing one: its name is unique, so a run never reads an earlier job's
-result. Following has a deadline, after which (and on Ctrl-C) the job is deleted or
-suspended. The manifest itself comes from :mod:`workbook.launch.kuberay.manifest`.
+result. Following has a deadline, after which (and on Ctrl-C, or when the run is asked to stop)
+the job is deleted or suspended. The manifest itself comes from
+:mod:`workbook.launch.kuberay.manifest`.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from workbook.core.status import RunStatus
 from workbook.errors import LaunchError
 from workbook.launch.ray_client import TERMINAL_STATUSES
 
 FINAL_DEPLOYMENT = frozenset({"Complete", "Failed", "ValidationFailed"})
 FINAL_JOB = TERMINAL_STATUSES  # a RayJob's jobStatus is its Ray job's status
+# The reasons :func:`apply` gives a status it ended itself (KubeRay's own for the deadline).
+DEADLINE, STOP_REQUESTED = "DeadlineExceeded", "StopRequested"
 HEAD_CONTAINER = "ray-head"
 DASHBOARD = "http://127.0.0.1:8265"  # the head's own dashboard, seen from inside the head pod
 POLL_S = 5.0
@@ -103,6 +107,16 @@ def _retrying(args: list[str], *, stdin: str | None = None, timeout_s: float = 3
         time.sleep(wait)
         wait = min(wait * 2, 30.0)
     raise AssertionError("unreachable")
+
+
+def client_version() -> str | None:
+    """This machine's kubectl version (``v1.31.0``), None when there is none that answers."""
+    try:
+        text = _kubectl(["version", "--client", "-o", "json"], timeout_s=10.0)
+        version = (json.loads(text).get("clientVersion") or {}).get("gitVersion")
+    except (LaunchError, ValueError, AttributeError):
+        return None
+    return str(version) if version else None
 
 
 def check_cluster(namespace: str) -> None:
@@ -204,6 +218,7 @@ def apply(
     deadline_s: float | None = None,
     on_interrupt: str = "delete",
     check_rbac: bool = True,
+    should_stop: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
     """Check access, create the RayJob and (``follow``) wait for a final state; the status.
 
@@ -211,8 +226,9 @@ def apply(
     ``jobDeploymentStatus`` (KubeRay's: Initializing, Running, Complete, Failed ...), plus
     ``jobId`` and ``rayClusterName`` (what :func:`job_log` needs); :func:`job_outcome` reads it.
     ``on_status`` sees each change. Past ``deadline_s`` the job is stopped (``on_interrupt``:
-    delete or suspend) and the status says ``reason: DeadlineExceeded``; on Ctrl-C it is
-    stopped the same way and KeyboardInterrupt goes on.
+    delete or suspend) and the status says ``reason: DeadlineExceeded``; when ``should_stop``
+    says so (the run's ``stop.request``), the same with ``reason: StopRequested``; on Ctrl-C it
+    is stopped the same way and KeyboardInterrupt goes on.
     """
     name = manifest["metadata"]["name"]
     namespace = manifest["metadata"].get("namespace", "default")
@@ -232,9 +248,14 @@ def apply(
             last = status
             if not follow or is_final(status):
                 return status
+            if should_stop is not None and should_stop():
+                done = stop(name, namespace, on_interrupt)
+                return {**status, "reason": STOP_REQUESTED,
+                        "message": f"stopped on request while "
+                        f"{status.get('jobDeploymentStatus') or 'pending'}; {done}"}
             if deadline_s is not None and time.monotonic() - started > deadline_s:
                 done = stop(name, namespace, on_interrupt)
-                return {**status, "reason": "DeadlineExceeded",
+                return {**status, "reason": DEADLINE,
                         "message": f"still {status.get('jobDeploymentStatus') or 'pending'} "
                         f"after the --apply deadline of {deadline_s:g} s; {done}"}
             time.sleep(POLL_S if poll_s is None else poll_s)
@@ -252,13 +273,13 @@ def job_outcome(status: Mapping[str, Any]) -> tuple[str, int | None, str]:
     job, deployment = status.get("jobStatus"), status.get("jobDeploymentStatus")
     said = str(status.get("message") or "").strip()
     if job == "SUCCEEDED":
-        return "succeeded", 0, said or "the Ray job succeeded"
-    if job == "STOPPED":
-        return "stopped", None, said or "the Ray job was stopped"
-    if status.get("reason") == "DeadlineExceeded":
-        return "timeout", None, said or "the RayJob ran past activeDeadlineSeconds"
+        return RunStatus.SUCCEEDED.value, 0, said or "the Ray job succeeded"
+    if job == "STOPPED" or status.get("reason") == STOP_REQUESTED:
+        return RunStatus.STOPPED.value, None, said or "the Ray job was stopped"
+    if status.get("reason") == DEADLINE:
+        return RunStatus.TIMEOUT.value, None, said or "the RayJob ran past activeDeadlineSeconds"
     code = re.search(r"exit code (-?\d+)", said)
-    return "failed", int(code.group(1)) if code else None, said or (
+    return RunStatus.FAILED.value, int(code.group(1)) if code else None, said or (
         f"RayJob {deployment or 'unknown'}, Ray job {job or 'not started'}")
 
 

@@ -1,0 +1,169 @@
+"""The machine's conditions while a run trained: how busy it was with work that was not the run's.
+
+A timing (step time, actor update, generation) measured on a shared machine depends on what
+else ran there. So every run records, beside its metrics, what the machine gave it:
+
+- ``others_cores``: CPU the machine spent on processes that are not the run's, in cores on
+  average over the run (the machine's busy CPU time, from the kernel's counters, less the CPU
+  time of the run's own processes: the launcher's descendants and the Ray cluster it ran on);
+- ``run_cores``: the run's own processes, in cores;
+- ``steal_cores``: CPU a hypervisor took from this VM;
+- ``load_1m``: the mean one-minute load average while it ran;
+- ``calibration_s``: a fixed single-threaded workload timed just before the run (best of three),
+  which moves with the CPU's speed (frequency, a slower machine of the same model), not with
+  what else runs on another core.
+
+The checks compare these with the baseline's own (``bless`` records them) before they compare
+timings: see :mod:`workbook.checks.conditions`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import statistics
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from workbook.launch import processes
+
+INTERVAL_S = 2.0  # a snapshot of ~150 processes costs ~30 ms of CPU
+CLUSTER_EVERY = 5  # samples between scans for the cluster's processes (command lines are dear)
+CALIBRATION_BYTES = 4 << 20
+CALIBRATION_ROUNDS = 8
+
+
+@dataclass
+class Conditions:
+    """What the machine gave a run; see the module docstring."""
+
+    wall_s: float
+    cpus: int
+    run_cores: float
+    others_cores: float
+    steal_cores: float
+    load_1m: float
+    calibration_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(self).items()}
+
+
+def calibrate() -> float:
+    """Seconds a fixed single-threaded workload takes here now (best of three)."""
+    data = os.urandom(CALIBRATION_BYTES)
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(CALIBRATION_ROUNDS):
+            hashlib.sha256(data).digest()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+class Watch:
+    """Samples every process's CPU time while a run goes; :meth:`result` when it ended."""
+
+    def __init__(self, root: int, cluster_dirs: Sequence[str] = ()) -> None:
+        self.root = root
+        self.cluster_dirs = [d for d in cluster_dirs if d]
+        self._first: dict[tuple[int, float], float] = {}
+        self._last: dict[tuple[int, float], float] = {}
+        self._ours: set[tuple[int, float]] = set()
+        self._loads: list[float] = []
+        self._cluster: set[int] = set()
+        self._samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="workbook-conditions", daemon=True)
+        self.calibration_s: float | None = None
+        self._start = time.monotonic()
+        snapshot, self._busy0, self._steal0 = processes.cpu_snapshot()
+        self._busy1, self._steal1 = self._busy0, self._steal0
+        self._take(snapshot, first=True)
+
+    def start(self) -> Watch:
+        self._start = time.monotonic()
+        self._thread.start()
+        return self
+
+    def stop(self) -> Conditions:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._sample()
+        return self.result()
+
+    def result(self) -> Conditions:
+        wall = max(time.monotonic() - self._start, 1e-9)
+        ours = sum(self._last[k] - self._first.get(k, 0.0) for k in self._ours if k in self._last)
+        busy = self._busy1 - self._busy0
+        return Conditions(
+            wall_s=wall,
+            cpus=processes.cpu_count(),
+            run_cores=ours / wall,
+            others_cores=max(0.0, busy - ours) / wall,
+            steal_cores=max(0.0, self._steal1 - self._steal0) / wall,
+            load_1m=statistics.fmean(self._loads) if self._loads else processes.load_average(),
+            calibration_s=self.calibration_s,
+        )
+
+    def _loop(self) -> None:
+        while not self._stop.wait(INTERVAL_S):
+            self._sample()
+
+    def _sample(self) -> None:
+        try:
+            snapshot, self._busy1, self._steal1 = processes.cpu_snapshot()
+            self._loads.append(processes.load_average())
+        except OSError:
+            return
+        self._take(snapshot, first=False)
+
+    def _take(self, snapshot: dict[tuple[int, float], tuple[int, float]], *, first: bool) -> None:
+        parents = {pid: ppid for (pid, _), (ppid, _) in snapshot.items()}
+        roots = {self.root} | self._cluster_pids(snapshot)
+        for key, (_, cpu) in snapshot.items():
+            if first:
+                self._first[key] = cpu  # CPU spent before the run is not the run's
+            elif key not in self._first:
+                self._first[key] = 0.0  # started during the run: all of its CPU is
+            self._last[key] = cpu
+            if key not in self._ours and _descends(key[0], roots, parents):
+                self._ours.add(key)
+
+    def _cluster_pids(self, snapshot: dict[tuple[int, float], tuple[int, float]]) -> set[int]:
+        """The Ray cluster's own processes (GCS, raylets), found by their temp dir now and then;
+        their workers descend from them."""
+        if self.cluster_dirs and self._samples % CLUSTER_EVERY == 0:
+            self._cluster = {p.pid for folder in self.cluster_dirs
+                             for p in processes.marked(folder.rstrip("/"))}
+        self._samples += 1
+        return self._cluster
+
+
+def _descends(pid: int, roots: set[int], parents: dict[int, int]) -> bool:
+    seen = 0
+    while pid and seen < 256:
+        if pid in roots:
+            return True
+        pid = parents.get(pid, 0)
+        seen += 1
+    return False
+
+
+@contextmanager
+def watching(cluster_dirs: Sequence[str] = (), *, calibrate_first: bool = True
+             ) -> Iterator[Watch]:
+    """Watch the machine around a launch: ``with watching() as watch: ...; watch.stop()``."""
+    calibration = calibrate() if calibrate_first else None
+    watch = Watch(os.getpid(), cluster_dirs)
+    watch.calibration_s = calibration
+    watch.start()
+    try:
+        yield watch
+    finally:
+        if not watch._stop.is_set():
+            watch.stop()

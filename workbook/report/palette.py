@@ -1,0 +1,33 @@
+"""The colours of verdicts and check statuses, for the stylesheet and for inline styles.
+
+One palette (colour-blind safe, Okabe-Ito). JupyterLab shows a cell's HTML without the report's
+stylesheet, so the banner and the status cells also carry inline styles from here and look the
+same in a notebook as in report.html.
+"""
+
+from __future__ import annotations
+
+from workbook.core.status import Shown, Verdict
+
+VERDICT_COLOURS = {  # verdict -> (border, background)
+    Verdict.PASSED.value: ("#009E73", "#e3f4ee"),
+    Verdict.REGRESSED.value: ("#E69F00", "#fdf1dc"),
+    Verdict.FAILED.value: ("#D55E00", "#fbe5da"),
+    Verdict.STOPPED.value: ("#56B4E9", "#eef4f8"),
+    Shown.RUNNING.value: ("#0072B2", "#e1eef7"),
+}
+STATUS_COLOURS = {  # check row status -> (background, text)
+    "pass": ("#cfeee2", "#005c45"), "fail": ("#f8d3c2", "#8a2f00"), "error": ("#fde3b0", "#6b4700"),
+    "not_measured": ("#eeeeee", "#666666"), "not_comparable": ("#eeeeee", "#666666"),
+}
+
+
+def banner_style(verdict: str) -> str:
+    border, background = VERDICT_COLOURS.get(verdict, ("#777777", "#f2f2f2"))
+    return (f"border-radius:6px;padding:10px 16px;margin:8px 0 14px;"
+            f"border-left:10px solid {border};background:{background}")
+
+
+def status_style(status: str) -> str:
+    background, colour = STATUS_COLOURS.get(status, ("#ffffff", "#1a1a1a"))
+    return f"background:{background};color:{colour};font-weight:700"
