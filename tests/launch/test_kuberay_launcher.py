@@ -242,3 +242,6 @@ def test_workbook_run_follows_a_kuberay_scenario_to_a_judged_run_with_its_report
     assert applied["metadata"]["name"] == info["rayjob"]["name"]
     assert [c[0] for c in _calls(fake_kubectl) if c[0] in ("create", "exec")] == ["create", "exec"]
     assert info["launch_details"]["rayjob"]["jobDeploymentStatus"] == "Complete"  # followed
+    page = rd.file("report").read_text()  # the pods' hardware and facts, not this machine's
+    assert f"KubeRay pods (2 x 4 npu), image {IMAGE}" in page and "pods: namespace" in page
+    assert info["machines"]["submitter"]["host"] not in page.split("data-fact=\"hardware\"")[1][:200]

@@ -71,7 +71,7 @@ def _run_case(verdict: Verdict, name: str, time_s: float | None) -> TestCase:
     if verdict.status in (Word.FAILED, Word.STOPPED):
         case.result = [_text(Error(verdict.reason, verdict.status), detail)]
     elif verdict.status == Word.REGRESSED:
-        case.result = [_text(Failure(verdict.reason, "regressed"), detail)]
+        case.result = [_text(Failure(verdict.reason, Word.REGRESSED.value), detail)]
     case.system_out = f"verdict: {verdict.status}: {verdict.reason}"
     return case
 

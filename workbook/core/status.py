@@ -51,6 +51,15 @@ class Verdict(StatusWord):
     STOPPED = "stopped"
 
 
+class Diagnosed(StatusWord):
+    """A diagnosis's ``status``: what the log and the exit say happened to the process."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    INCOMPLETE = "incomplete"  # exited 0 (or no exit known) short of its steps
+    STOPPED = "stopped"
+
+
 class Shown(StatusWord):
     """What a page says of a run that has no verdict (yet)."""
 

@@ -18,6 +18,7 @@ from typing import IO
 from workbook.command.builder import ray_temp_dir
 from workbook.command.plan import Plan
 from workbook.core.layout import RunDir, now_iso
+from workbook.core.status import RunStatus
 from workbook.launch import processes
 from workbook.launch.launcher import Launcher
 from workbook.launch.leftovers import owner_record
@@ -101,7 +102,7 @@ class LocalLauncher(Launcher):
             outcome = self._attempt(plan, run_dir, watch, timeout_s, t0)
             attempts.append({"status": outcome.status, "exit_code": outcome.exit_code,
                              "ray_startup_timeout": watch.startup_timeout})
-            retry = (outcome.status == "failed" and watch.startup_timeout and not watch.steps
+            retry = (outcome.status == RunStatus.FAILED and watch.startup_timeout and not watch.steps
                      and len(attempts) <= self.startup_retries)
             if not retry:
                 break
@@ -127,7 +128,7 @@ class LocalLauncher(Launcher):
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        run_dir.update_run(status="running", pid=proc.pid, started_at=started, launcher="local",
+        run_dir.update_run(status=RunStatus.RUNNING.value, pid=proc.pid, started_at=started, launcher="local",
                            **owner_record())
         assert proc.stdout is not None
         pump = _Pump(proc.stdout, log_path, watch.line)
@@ -136,14 +137,14 @@ class LocalLauncher(Launcher):
         try:
             while proc.poll() is None:
                 if timeout_s is not None and time.monotonic() - t0 > timeout_s:
-                    status, message = "timeout", f"timed out after {timeout_s:.0f} s; the run was ended"
+                    status, message = RunStatus.TIMEOUT.value, f"timed out after {timeout_s:.0f} s; the run was ended"
                     break
                 if stop_requested(run_dir.path):
-                    status, message = "stopped", "stopped on request"
+                    status, message = RunStatus.STOPPED.value, "stopped on request"
                     break
                 time.sleep(self.poll_s)
         except KeyboardInterrupt:
-            status, message = "stopped", "interrupted (Ctrl-C / kernel interrupt)"
+            status, message = RunStatus.STOPPED.value, "interrupted (Ctrl-C / kernel interrupt)"
         finally:
             if proc.poll() is None or status:
                 killed = processes.end_tree(proc.pid, markers=[ray_temp_dir(run_dir.run_id)])
@@ -154,7 +155,7 @@ class LocalLauncher(Launcher):
             pump.join(timeout=10)
         code = proc.returncode
         if not status:
-            status = "succeeded" if code == 0 else "failed"
+            status = (RunStatus.SUCCEEDED if code == 0 else RunStatus.FAILED).value
             message = "exited 0" if code == 0 else f"exited with code {code}"
         return Outcome(
             status=status,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from workbook.core.layout import STOP_FILE
+from workbook.core.status import RunStatus
 
 LineSink = Callable[[str], None]
 
@@ -33,7 +34,7 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return self.status == "succeeded"
+        return self.status == RunStatus.SUCCEEDED
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -33,6 +33,7 @@ from typing import Any
 from workbook.command.plan import Plan
 from workbook.core import project
 from workbook.core.layout import RunDir, now_iso
+from workbook.core.status import RunStatus
 from workbook.errors import LaunchError
 from workbook.launch import ray_client
 from workbook.launch.cluster.state import load_state
@@ -45,7 +46,8 @@ from workbook.launch.ray_nodes import local_addresses
 # Never forwarded into the job: the token would show in the job's runtime env, and the job
 # supervisor sets RAY_ADDRESS for the driver itself.
 PRIVATE_ENV = frozenset({"RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS"})
-STATUS_MAP = {"SUCCEEDED": "succeeded", "FAILED": "failed", "STOPPED": "stopped"}
+STATUS_MAP = {"SUCCEEDED": RunStatus.SUCCEEDED.value, "FAILED": RunStatus.FAILED.value,
+              "STOPPED": RunStatus.STOPPED.value}  # Ray's job statuses -> run.json's
 # verl's TransferQueue controller: one per Ray cluster (a named actor in namespace transfer_queue).
 TQ_CONTROLLER = "TransferQueueController"
 
@@ -230,7 +232,7 @@ class RayJobLauncher(Launcher):
             "status": "PENDING",
             "preflight": pre,
         }
-        run_dir.update_run(launcher="ray", ray_job=record, status="running", started_at=started,
+        run_dir.update_run(launcher="ray", ray_job=record, status=RunStatus.RUNNING.value, started_at=started,
                            **owner_record())
         stop_reason, state, log_info = self._follow(client, job_id, run_dir, on_line, timeout_s, t0)
         record.update(log_info)
@@ -243,11 +245,11 @@ class RayJobLauncher(Launcher):
             file_logger=collect_file_logger(plan.env, run_dir),
         )
         run_dir.update_run(ray_job=record)
-        status = STATUS_MAP.get(state.status, "failed")
-        if status == "stopped" and stop_reason == "timeout":
-            status = "timeout"
+        status = STATUS_MAP.get(state.status, RunStatus.FAILED.value)
+        if status == RunStatus.STOPPED and stop_reason == "timeout":
+            status = RunStatus.TIMEOUT.value
         message = state.message or f"Ray job {job_id} {state.status}"
-        if stop_reason and status in ("stopped", "timeout"):
+        if stop_reason and status in (RunStatus.STOPPED, RunStatus.TIMEOUT):
             message = f"{stop_reason}: {message}"
         return Outcome(
             status=status,

@@ -25,13 +25,13 @@ from pathlib import Path
 
 from workbook.core.layout import RUN_FILES, RunDir
 from workbook.core.serialization import load_yaml
-from workbook.core.status import RunStatus
+from workbook.core.status import Diagnosed, RunStatus
 from workbook.metrics.failures import KILL_EXIT_CODES, LABELS, PRIORITY
 from workbook.metrics.log_facts import LogFacts, is_validation, positive_int, trained
 from workbook.metrics.model import RunMetrics
 from workbook.metrics.signals import Signal, SignalScanner
 
-STATUSES = ("succeeded", "failed", "incomplete", "stopped")
+STATUSES = tuple(d.value for d in Diagnosed)
 STOP_STATUSES = (RunStatus.STOPPED.value, RunStatus.TIMEOUT.value)
 NO_METRICS = "no_metrics"
 NO_METRICS_LABEL = "No metrics: no training step completed"
@@ -66,7 +66,7 @@ def no_metrics(last_step: int | None, exit_code: int | None) -> Diagnosis:
     """The diagnosis of a run with no training step, whatever its exit code says."""
     seen = "" if last_step is None else f"; only validation metrics, at step {last_step}"
     code = "" if exit_code is None else f" (exit code {exit_code})"
-    return Diagnosis("failed", NO_METRICS, f"{NO_METRICS_LABEL}{code}{seen}", [], last_step)
+    return Diagnosis(Diagnosed.FAILED.value, NO_METRICS, f"{NO_METRICS_LABEL}{code}{seen}", [], last_step)
 
 
 class Diagnoser:
@@ -131,22 +131,22 @@ class Diagnoser:
         last_step = metrics.last_step if metrics is not None and len(metrics) else self.max_step
         fatal = [s for s in self.signals if s.step_before == self.max_step]
         killed_by_signal = exit_code in KILL_EXIT_CODES
-        if status in STOP_STATUSES or (killed_by_signal and status != "failed"):
+        if status in STOP_STATUSES or (killed_by_signal and status != RunStatus.FAILED):
             return self._stopped(status, exit_code, fatal, last_step)
-        clean_exit = exit_code == 0 and status != "failed"
+        clean_exit = exit_code == 0 and status != RunStatus.FAILED
         if clean_exit:
             if expected_steps is not None and (last_step is None or last_step < expected_steps):
                 return Diagnosis(
-                    "incomplete",
+                    Diagnosed.INCOMPLETE.value,
                     "none",
                     f"Exited 0 but reached step {last_step} of {expected_steps}",
                     [],
                     last_step,
                 )
             return Diagnosis(
-                "succeeded", "none", f"Succeeded; {_step_text(last_step)}", [], last_step
+                Diagnosed.SUCCEEDED.value, "none", f"Succeeded; {_step_text(last_step)}", [], last_step
             )
-        failed = (exit_code is not None and exit_code != 0) or status == "failed"
+        failed = (exit_code is not None and exit_code != 0) or status == RunStatus.FAILED
         if fatal or failed:
             candidates = fatal or self.signals
             for category in PRIORITY:
@@ -154,7 +154,7 @@ class Diagnoser:
                 if chosen:
                     return self._verdict(category, chosen, last_step)
             return Diagnosis(
-                "failed",
+                Diagnosed.FAILED.value,
                 "unknown",
                 f"{LABELS['unknown']} (exit code {exit_code}); {_step_text(last_step)}",
                 [],
@@ -162,11 +162,11 @@ class Diagnoser:
             )
         if expected_steps is not None and last_step is not None and last_step >= expected_steps:
             return Diagnosis(
-                "succeeded", "none", f"Reached step {last_step} of {expected_steps}", [], last_step
+                Diagnosed.SUCCEEDED.value, "none", f"Reached step {last_step} of {expected_steps}", [], last_step
             )
         target = f" of {expected_steps}" if expected_steps is not None else ""
         return Diagnosis(
-            "incomplete",
+            Diagnosed.INCOMPLETE.value,
             "none",
             f"No exit status and no fatal error in the log; {_step_text(last_step)}{target}",
             [],
@@ -186,17 +186,17 @@ class Diagnoser:
         how = f"exit code {exit_code}" + (
             f" ({KILL_EXIT_CODES[exit_code]})" if exit_code in KILL_EXIT_CODES else ""
         )
-        if status == "stopped":
+        if status == RunStatus.STOPPED:
             return Diagnosis(
-                "stopped",
+                Diagnosed.STOPPED.value,
                 "stopped",
                 f"{LABELS['stopped']}; {_step_text(last_step)}",
                 [],
                 last_step,
             )
-        if status == "timeout":
+        if status == RunStatus.TIMEOUT:
             return Diagnosis(
-                "failed",
+                Diagnosed.FAILED.value,
                 "timeout",
                 f"{LABELS['timeout']}; {_step_text(last_step)}",
                 [how] if exit_code is not None else [],
@@ -204,7 +204,7 @@ class Diagnoser:
             )
         lines = [s.text for s in fatal if s.category == "killed"][: MAX_EVIDENCE - 1]
         return Diagnosis(
-            "failed",
+            Diagnosed.FAILED.value,
             "killed",
             f"{LABELS['killed']}: {how}; {_step_text(last_step)}",
             [how] + lines,
@@ -224,7 +224,7 @@ class Diagnoser:
                 and len(evidence) < MAX_EVIDENCE
             ):
                 evidence.append(signal.text)
-        return Diagnosis("failed", category, summary, evidence, last_step)
+        return Diagnosis(Diagnosed.FAILED.value, category, summary, evidence, last_step)
 
 
 def run_dir_expected_steps(path: Path, record: dict[str, object] | None = None) -> int | None:

@@ -259,7 +259,7 @@ def _banner(v: RunView) -> Banner:
         "run": v.run_id,
         "date": date_text(v.started),
         "duration": duration_text(v.run.get("wall_time_s")),
-        "hardware": provenance.describe(v.run) if v.run.get("hardware") else "unknown",
+        "hardware": _hardware_text(v.run),
         "steps reached": (
             f"{steps if steps is not None else 0}" + (f" of {expected}" if expected else "")
         ),
@@ -340,6 +340,17 @@ def _parameters(v: RunView) -> Parameters:
     )
 
 
+def _hardware_text(run: dict[str, Any]) -> str:
+    """This machine's hardware, or for a run in pods what they were given (never this one's)."""
+    if run.get("hardware"):
+        return provenance.describe(run)
+    pods = (run.get("machines") or {}).get("pods")
+    if isinstance(pods, dict):
+        size = f"{run.get('nodes')} x {run.get('devices_per_node')} {run.get('profile') or ''}"
+        return f"KubeRay pods ({size.strip()}), image {pods.get('image') or 'unknown'}"
+    return "unknown"
+
+
 def _reproducibility(v: RunView) -> Reproducibility:
     r = v.run
     hw = r.get("hardware") or {}
@@ -362,6 +373,10 @@ def _reproducibility(v: RunView) -> Reproducibility:
             f"{r.get('nodes')} x {r.get('devices_per_node')}" if r.get("nodes") else None,
         ),
     ]
+    for machine, group in (r.get("machines") or {}).items():  # a KubeRay run: by machine
+        if isinstance(group, dict):
+            rows += [(f"{machine}: {k}", val) for k, val in group.items()
+                     if k != "about" and isinstance(val, (str, int, float))]
     facts = tuple((k, str(val)) for k, val in rows if val not in (None, ""))
     return Reproducibility(facts, str(r["npu_smi"]) if r.get("npu_smi") else "")
 

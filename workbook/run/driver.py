@@ -24,6 +24,7 @@ from workbook.core.layout import RunDir
 from workbook.core.project import notebook as project_notebook
 from workbook.core.project import run_notebook
 from workbook.core.signals import stopping_on_signals
+from workbook.core.status import Verdict
 from workbook.errors import WorkbookError
 from workbook.launch.outcome import request_stop
 
@@ -71,7 +72,7 @@ def execute_run(params: Path, sets: list[str], rd: RunDir, *, runs_root: Path,
     if not rd.read_json("run").get("finished_at"):  # the notebook did not get to close it
         done = close(rd.path, announce=False)
     verdict = rd.verdict()
-    status = str(verdict.get("status") or "failed")
+    status = str(verdict.get("status") or Verdict.FAILED)
     report = rd.file("report")
     return RunResult(rd.path, status, str(verdict.get("reason") or "the run was not judged"),
                      exit_code_of(status), round(time.monotonic() - t0, 1),
