@@ -140,3 +140,38 @@ def test_bless_refuses_runs_shorter_than_the_window(tmp_path: Path,
 
     with pytest.raises(BaselineError, match="needs step 14.*set checks.window"):
         bless(runs, tmp_path / "x.json")
+
+
+def _with_conditions(run: Path, others_cores: float) -> Path:
+    info = json.loads((run / "run.json").read_text())
+    info["conditions"] = {"wall_s": 180.0, "cpus": 2, "run_cores": 1.6,
+                          "others_cores": others_cores, "steal_cores": 0.0, "load_1m": 2.0,
+                          "calibration_s": 0.1}
+    (run / "run.json").write_text(json.dumps(info))
+    return run
+
+
+@pytest.mark.parametrize("others_cores,timing_status", [
+    (0.1, "pass"),              # as idle as at blessing
+    (0.4, "pass"),              # within the margin above the busiest blessed run
+    (1.1, "not_comparable"),    # a competing process took a core: timings say nothing
+])
+def test_timings_are_not_compared_when_the_machine_was_busier_than_at_blessing(
+        tmp_path: Path, make_run: Callable[..., Path], others_cores: float,
+        timing_status: str) -> None:
+    params = tmp_path / "params"
+    params.mkdir()
+    runs = [_with_conditions(r, c) for r, c in zip(three_runs(make_run, params),
+                                                   (0.05, 0.1, 0.15), strict=True)]
+    baseline = bless(runs)
+    assert baseline.conditions is not None and baseline.conditions["others_cores_max"] == 0.15
+    run = _with_conditions(make_run(series(11.0, 100.0, 0.25), run_id="20261130T000000Z-000009",
+                                    checks=CHECKS, params_dir=params), others_cores)
+
+    verdict, _ = check_path(run)
+
+    rows = {r.metric: r for r in verdict.rows if r.kind == "baseline"}
+    assert rows["timing_s/step"].status == rows["perf/throughput"].status == timing_status
+    assert rows["actor/pg_clipfrac"].status == "pass"  # what does not depend on the machine
+    if timing_status == "not_comparable":
+        assert "busier" in rows["timing_s/step"].message and verdict.status == "passed"

@@ -16,6 +16,12 @@ agreed exactly (replayed rollouts make the training side deterministic, so sigma
 ``REL_FLOOR`` of the reference (``REL_FLOOR_HARDWARE`` for time, throughput and memory, which a
 shared machine moves more), and never below ``ABS_FLOOR``.
 
+Per step, where the blessed runs agree step by step: the band above is made of one window
+statistic, so a fault confined to one step can hide in the mean. Where the runs reproduce every
+step of the window (:func:`agree_step_by_step`), each step gets its own band instead, by the same
+rules around the runs' mean at that step from their spread there (:func:`step_band_for`); a
+scenario picks either with ``compare_by`` and :func:`basis` decides for ``auto``.
+
 Only the worse side is bounded for one-sided policies (a faster step is not a regression).
 A band is refused at validation when it admits every value the metric can take
 (:func:`can_fail`), e.g. a clip-fraction band covering all of [0, 1].
@@ -24,11 +30,13 @@ A band is refused at validation when it admits every value the metric can take
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from workbook.checks.baseline import Baseline, BaselineMetric
 from workbook.checks.domains import depends_on_hardware, domain
-from workbook.checks.spec import CheckSpec, MetricPolicy
+from workbook.checks.reductions import WINDOWED
+from workbook.checks.spec import BY_STEPS, BY_WINDOW, CheckSpec, MetricPolicy
 
 K_SIGMA = 4.0
 MIN_RUNS_FOR_SIGMA = 3
@@ -71,25 +79,97 @@ def floor(metric: str, reference: float) -> float:
 
 def band_for(policy: MetricPolicy, entry: BaselineMetric | None, reference: float) -> Band | None:
     """The band ``policy`` allows around ``reference`` (the baseline's value), or None."""
-    half, sigma, how = _half_width(policy, entry, reference)
+    if entry is None:
+        return _band(policy, reference, None, None)
+    return _band(policy, reference, entry.sigma, entry.n)
+
+
+def step_band_for(policy: MetricPolicy, entry: BaselineMetric, step: int) -> Band | None:
+    """The band of ``step`` in a per-step comparison, or None (no mean there, or no band).
+
+    The same rules as the window statistic's band, around the blessed runs' mean at the step
+    (``series``) from their spread there (``series_sigma``): k sigma, the floor of the step's
+    value, the scenario's tolerance of it; no spread known there leaves only the tolerance.
+    """
+    reference = entry.series.get(step)
+    if reference is None or not math.isfinite(reference):
+        return None
+    return _band(policy, reference, entry.series_sigma.get(step), entry.n)
+
+
+def agree_step_by_step(series: Mapping[int, float], series_sigma: Mapping[int, float],
+                       window: tuple[int, int], k: float, window_half: float) -> bool:
+    """Whether the blessed runs agree step by step over ``window``, so that each step of a run
+    can be judged against the runs' own value at that step.
+
+    True when the baseline holds a mean for at least one step of the window and, at every step
+    of the window it holds, the runs' spread ``sigma_s`` is known and ``k * sigma_s`` is within
+
+    - ``max(REL_FLOOR * |mean_s|, ABS_FLOOR)``: the runs reproduce the step to within less than
+      any band tolerates as a change, so that step's mean is as sound a reference as the window's
+      mean (the wider hardware floor is not used here: a shared machine moves single steps of a
+      steady timing, and three runs that happen to agree do not make one step reliable), and
+    - ``window_half``, the half-width of the band the window statistic gets: no step's band
+      needs to be looser than the window's, so judging step by step only adds power.
+
+    Runs that differ step by step but average out over the window (timings, sampled rollouts)
+    fail the first test, and their window statistic is the stronger check.
+    """
+    steps = [s for s in series if window[0] <= s <= window[1]]
+    if not steps:
+        return False
+    for step in steps:
+        mean, sigma = series[step], series_sigma.get(step)
+        if sigma is None or not (math.isfinite(sigma) and math.isfinite(mean)):
+            return False
+        if k * sigma > min(max(REL_FLOOR * abs(mean), ABS_FLOOR), window_half):
+            return False
+    return True
+
+
+def basis(policy: MetricPolicy, entry: BaselineMetric, window_band: Band | None) -> str:
+    """How ``policy`` compares a run with ``entry``: ``"steps"`` (each step of the window
+    against its own band) or ``"window"`` (the window statistic against ``window_band``).
+
+    ``compare_by`` decides when the scenario sets it to window or steps (steps needs a windowed
+    reduction; validation says so). ``auto`` compares by steps only where the baseline was
+    blessed from enough runs to know each step's spread and :func:`agree_step_by_step` holds; a
+    baseline written before the per-step spread was recorded is compared by its window.
+    """
+    if policy.reduce not in WINDOWED or policy.compare_by == BY_WINDOW:
+        return BY_WINDOW
+    if policy.compare_by == BY_STEPS:
+        return BY_STEPS
+    if (window_band is None or window_band.sigma is None or not entry.series_sigma
+            or (entry.n or 0) < MIN_RUNS_FOR_SIGMA):
+        return BY_WINDOW
+    agree = agree_step_by_step(entry.series, entry.series_sigma, policy.window,
+                               policy.k or K_SIGMA, window_band.half_width)
+    return BY_STEPS if agree else BY_WINDOW
+
+
+def _band(policy: MetricPolicy, reference: float, sigma: float | None,
+          n: int | None) -> Band | None:
+    half, used, how = _half_width(policy, reference, sigma, n)
     if half is None:
         return None
     lower = None if policy.direction == "higher_is_worse" else reference - half
     upper = None if policy.direction == "lower_is_worse" else reference + half
-    return Band(reference, lower, upper, half, sigma, how)
+    return Band(reference, lower, upper, half, used, how)
 
 
-def _half_width(policy: MetricPolicy, entry: BaselineMetric | None,
-                reference: float) -> tuple[float | None, float | None, str]:
+def _half_width(policy: MetricPolicy, reference: float, sigma: float | None,
+                n: int | None) -> tuple[float | None, float | None, str]:
     tolerance = policy.allowed(reference)
-    sigma = entry.sigma if entry is not None and (entry.n or 0) >= MIN_RUNS_FOR_SIGMA else None
+    if (n or 0) < MIN_RUNS_FOR_SIGMA:
+        sigma = None
     if sigma is None or not math.isfinite(sigma):
         if tolerance is None:
             return None, None, ""
         return tolerance, None, f"tolerance {_tolerance_text(policy)}"
     k = policy.k or K_SIGMA
     least = floor(policy.metric, reference)
-    half, how = k * sigma, f"{k:g} sigma (sigma {sigma:.3g}, {entry.n if entry else 0} runs)"
+    half, how = k * sigma, f"{k:g} sigma (sigma {sigma:.3g}, {n} runs)"
     if half < least:
         half, how = least, f"floor {least:.3g} (sigma {sigma:.3g} is below it)"
     if policy.scenario_tolerance and tolerance is not None and tolerance > half:

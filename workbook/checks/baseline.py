@@ -2,7 +2,7 @@
 
 A baseline is JSON (or YAML) under ``params/baselines/<scenario>.<hardware>.json``::
 
-    {"format": "verl-workbook-baseline/2",
+    {"format": "verl-workbook-baseline/3",
      "scenario": "gspo-tiny-1n1cpu-fsdp2-vllm", "hardware": "cpu",
      "hardware_key": {"profile": "cpu", "device": "AMD EPYC", "count": 2},
      "settings": {"clip_ratio_high": 0.0004, "lr": 0.0001, ...},   # workbook.params.settings
@@ -11,12 +11,16 @@ A baseline is JSON (or YAML) under ``params/baselines/<scenario>.<hardware>.json
      "metrics": {"timing_s/step": {
          "value": 12.1, "reduce": "mean", "window": [2, 5],      # mean of the runs' reduced values
          "sigma": 0.56, "n": 3,                                   # their standard deviation
-         "series": {"1": 16.7, "2": 2.5, ...}}}}                  # per step, mean over runs
+         "series": {"1": 16.7, "2": 2.5, ...},                    # per step, mean over runs
+         "series_sigma": {"1": 0.9, "2": 0.04, ...}}}}            # per step, their spread
 
-The band a run is judged with comes from ``sigma`` (see :mod:`workbook.checks.bands`); the
-hardware key and settings say what the baseline's numbers are comparable with. Format 1
-files (no sigma, no key, no settings) still load, and so do files that still carry the per-step
-``band`` and the ``spread`` earlier versions wrote and nothing read (checked, then ignored).
+The band a run's window statistic is judged with comes from ``sigma``; where the blessed runs
+agree step by step, ``series`` and ``series_sigma`` give each step its own band instead (see
+:mod:`workbook.checks.bands`). The hardware key and settings say what the baseline's numbers
+are comparable with. Format 1 files (no sigma, no key, no settings) and format 2 files (no
+``series_sigma``: compared by the window statistic only) still load, and so do files that still
+carry the per-step ``band`` and the ``spread`` earlier versions wrote and nothing read (checked,
+then ignored).
 
 Files are written by ``workbook bless`` or ``workbook baseline import``; nobody edits numbers by
 hand. verl's Ascend baselines (``key:value`` text lines read by its ``check_npu.py``) load
@@ -76,6 +80,8 @@ class BaselineMetric:
     series: dict[int, float] = field(default_factory=dict)
     sigma: float | None = None  # standard deviation of the blessed runs' reduced values
     n: int | None = None        # how many runs
+    # per step, the standard deviation of the blessed runs' values (empty in files before format 3)
+    series_sigma: dict[int, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"value": _finite_or_none(self.value)}
@@ -87,6 +93,8 @@ class BaselineMetric:
             out["sigma"], out["n"] = self.sigma, self.n
         if self.series:
             out["series"] = _steps_out(self.series)
+        if self.series_sigma:
+            out["series_sigma"] = _steps_out(self.series_sigma)
         return out
 
     @classmethod
@@ -100,6 +108,7 @@ class BaselineMetric:
                 reduce=data.get("reduce"),
                 window=(int(window[0]), int(window[1])) if window else None,
                 series=_steps_in(data.get("series") or {}),
+                series_sigma=_steps_in(data.get("series_sigma") or {}),
                 sigma=None if data.get("sigma") is None else float(data["sigma"]),
                 n=None if data.get("n") is None else int(data["n"]),
             )
@@ -118,6 +127,7 @@ class Baseline:
     path: Path | None = None
     hardware_key: dict[str, Any] | None = None  # workbook.provenance.hardware_key of its runs
     settings: dict[str, Any] | None = None      # workbook.params.settings of its runs
+    conditions: dict[str, Any] | None = None    # workbook.checks.conditions.blessed_conditions
 
     def names(self) -> list[str]:
         return sorted(self.metrics)
@@ -130,6 +140,7 @@ class Baseline:
         return {"format": FORMAT, "scenario": self.scenario, "hardware": self.hardware,
                 "hardware_key": self.hardware_key, "settings": self.settings,
                 "provenance": self.provenance,
+                **({"conditions": self.conditions} if self.conditions else {}),
                 "metrics": {k: self.metrics[k].to_dict() for k in sorted(self.metrics)}}
 
     def save(self, path: Path) -> Path:
@@ -231,7 +242,8 @@ def baseline_from_dict(data: Any, where: str = "baseline") -> Baseline:
                for k, v in data["metrics"].items()}
     return Baseline(metrics, dict(data.get("provenance") or {}), data.get("scenario"),
                     data.get("hardware"), hardware_key=data.get("hardware_key") or None,
-                    settings=data.get("settings") or None)
+                    settings=data.get("settings") or None,
+                    conditions=data.get("conditions") or None)
 
 
 def import_ascend_text(text: str, *, source: Path | str | None = None,

@@ -23,12 +23,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from workbook.checks.conditions import conditions_problems
 from workbook.checks.domains import depends_on_hardware, domain
 from workbook.checks.reductions import REDUCTIONS
 from workbook.errors import BaselineError
 
-FORMAT = "verl-workbook-baseline/2"
-FORMATS = ("verl-workbook-baseline/1", FORMAT)
+FORMAT = "verl-workbook-baseline/3"  # 3 adds each metric's per-step spread, ``series_sigma``
+FORMATS = ("verl-workbook-baseline/1", "verl-workbook-baseline/2", FORMAT)
 MAX_BYTES = 64 * 1024 * 1024  # the committed CPU baseline is 100 KB; 100 metrics x 5,000 steps fit
 # Keys and values in one document, a shared (aliased) part counted each time it is reached: twice
 # what a MAX_BYTES file written by ``Baseline.save`` holds, never a YAML alias bomb's billions.
@@ -36,8 +37,9 @@ MAX_VALUES = 10_000_000
 MAX_SHOWN = 20                # problems listed in one message
 MAX_COLLECTED = 1000          # problems gathered before reading stops (a file of garbage lines)
 
-TOP_KEYS = ("format", "scenario", "hardware", "hardware_key", "settings", "provenance", "metrics")
-METRIC_KEYS = ("value", "reduce", "window", "sigma", "n", "series")
+TOP_KEYS = ("format", "scenario", "hardware", "hardware_key", "settings", "provenance", "metrics",
+            "conditions")
+METRIC_KEYS = ("value", "reduce", "window", "sigma", "n", "series", "series_sigma")
 # written by earlier versions and never read: still checked in old files, then ignored
 LEGACY_METRIC_KEYS = ("band", "spread")
 BAND_KEYS = ("min", "max", "std")
@@ -181,6 +183,7 @@ def document_problems(data: Any) -> list[str]:
             problems.append(f"{key}: expected a string, got {type(data[key]).__name__}")
     problems += _flat_mapping(data.get("hardware_key"), "hardware_key")
     problems += _flat_mapping(data.get("settings"), "settings")
+    problems += conditions_problems(data.get("conditions"))  # the blessed runs' machine
     if data.get("provenance") is not None and not isinstance(data["provenance"], Mapping):
         problems.append(f"provenance: expected a mapping, got {type(data['provenance']).__name__}")
     metrics = data.get("metrics")
@@ -215,6 +218,8 @@ def metric_problems(metric: str, entry: Any, where: str) -> list[str]:
     problems += _window(entry.get("window"), f"{where}.window")
     problems += _count(entry.get("n"), f"{where}.n")
     problems += _steps(metric, entry.get("series"), f"{where}.series")
+    # a spread, not a value of the metric: never below 0, whatever range the metric has
+    problems += _steps("", entry.get("series_sigma"), f"{where}.series_sigma", at_least=0.0)
     band = entry.get("band")
     if band is not None:
         if not isinstance(band, Mapping):

@@ -4,9 +4,11 @@ Each metric every run logged is reduced per run as its policy says (or as a mean
 window when it has none). The baseline keeps, per metric, the mean of those reduced values and
 their standard deviation ``sigma`` over the N runs: the band a later run is judged with is
 ``K_SIGMA * sigma`` around the mean (see :mod:`workbook.checks.bands`), so tolerances come from
-the runs' own noise, not from a guess. It also keeps the per-step mean series (for plots), the
-runs' hardware key and algorithmic settings (what the numbers are
-comparable with), and their provenance.
+the runs' own noise, not from a guess. It also keeps, per step, the runs' mean (``series``) and
+standard deviation (``series_sigma``): where the runs agree step by step (replayed rollouts make
+the training side deterministic), each step of a later run is judged against its own band; see
+:mod:`workbook.checks.bands`. And it keeps the runs' hardware key and algorithmic settings (what
+the numbers are comparable with), and their provenance.
 
 Only good runs are blessed: each must pass its own health checks (completed, every expected
 step, losses finite, clip fractions sane), and all must share hardware and settings. At least
@@ -28,6 +30,7 @@ from typing import Any
 
 from workbook.checks.bands import K_SIGMA, MIN_RUNS_FOR_SIGMA
 from workbook.checks.baseline import Baseline, BaselineMetric, now_iso
+from workbook.checks.conditions import blessed_conditions
 from workbook.checks.evidence import Evidence, gather, params_dir_for
 from workbook.checks.health import health_rows
 from workbook.checks.reductions import WINDOWED, ReductionError, reduce_series, window_text
@@ -79,7 +82,9 @@ def bless(run_dirs: list[Path], out: Path | None = None, *, spec: CheckSpec | No
         raise BaselineError(f"no metric could be reduced from {', '.join(map(str, dirs))}")
     baseline = Baseline(entries, _provenance(dirs, [r.run for r in runs], spec, hardware, skipped),
                         scenario, hardware, hardware_key=runs[0].hardware,
-                        settings=runs[0].settings)
+                        settings=runs[0].settings,
+                        conditions=blessed_conditions([r.run.get("conditions") for r in runs])
+                        or None)
     out = Path(out) if out else (spec.baseline or params_dir_for(resolved) / "baselines"
                                  / f"{scenario}.{hardware}.json")
     baseline.save(out)
@@ -186,7 +191,16 @@ def _entry(name: str, policy: MetricPolicy, runs: list[RunMetrics]) -> BaselineM
     steps = sorted(set.intersection(*(set(s) for s in series)))
     per_step = {s: [x[s] for x in series] for s in steps}
     entry.series = {s: statistics.fmean(v) for s, v in per_step.items()}
+    entry.series_sigma = {s: _spread(v) for s, v in per_step.items()}
     return entry
+
+
+def _spread(values: list[float]) -> float:
+    """The runs' standard deviation at one step; NaN (written as null: not known) when a run
+    logged no finite value there, so that step can never be taken as one the runs agree on."""
+    if not all(math.isfinite(v) for v in values):
+        return math.nan
+    return statistics.stdev(values)
 
 
 def _provenance(dirs: list[Path], runs: list[dict[str, Any]], spec: CheckSpec,

@@ -2,8 +2,10 @@
 
 Following verl's nightly comparator, a series is reduced (``last`` step, or ``mean`` over an
 inclusive step window) and compared with the baseline's value; the band around it is made in
-:mod:`workbook.checks.bands`. Before comparing, a row says honestly when a comparison would
-mean nothing:
+:mod:`workbook.checks.bands`. Where the blessed runs agree step by step (or the scenario says
+``compare_by: steps``), each step of the window is compared with its own band instead, and the
+row fails when any step leaves it (:func:`workbook.checks.bands.basis` decides which). Before
+comparing, a row says honestly when a comparison would mean nothing:
 
 - ``not_measured``: the hardware does not measure the metric (device memory on CPU);
 - ``not_comparable``: the baseline's runs used other hardware (for time, throughput, memory),
@@ -19,13 +21,14 @@ from __future__ import annotations
 import math
 from typing import Any, TypedDict
 
-from workbook.checks.bands import Band, band_for, compares
+from workbook.checks.bands import Band, band_for, basis, compares, step_band_for
 from workbook.checks.baseline import Baseline, BaselineMetric
+from workbook.checks.conditions import timing_comparable
 from workbook.checks.domains import depends_on_hardware, meaningless_when_replayed, unmeasured
 from workbook.checks.evidence import Evidence
 from workbook.checks.reductions import WINDOWED, ReductionError, reduce_series, window_text
-from workbook.checks.rows import CheckRow, error_row, steps_text
-from workbook.checks.spec import CheckSpec, MetricPolicy
+from workbook.checks.rows import CheckRow, StepBand, error_row, steps_text
+from workbook.checks.spec import BY_STEPS, BY_WINDOW, CheckSpec, MetricPolicy
 from workbook.params.settings import differences
 from workbook.provenance import same_hardware
 
@@ -83,10 +86,65 @@ def baseline_row(evidence: Evidence, policy: MetricPolicy, baseline: Baseline | 
     except ReductionError as exc:
         return error_row(name, "baseline", str(exc), **info)
     band = band_for(policy, entry, reference)
+    if basis(policy, entry, band) == BY_STEPS:
+        return _per_step_row(name, policy, entry, series, info, _replay_note(replayed))
     if band is None:
         return error_row(name, "baseline", f"{metric}: no tolerance; bless the baseline from "
                                            "3 or more runs, or set atol, rtol or k", **info)
     return _compared_row(name, policy, entry, band, value, steps, note + _replay_note(replayed))
+
+
+def _per_step_row(name: str, policy: MetricPolicy, entry: BaselineMetric,
+                  series: dict[int, float], info: _Where, note: str) -> CheckRow:
+    """Each step of the window against its own band; fails when any step leaves it, and its
+    message names the worst step (the one furthest outside, or nearest its edge)."""
+    metric, window = policy.metric, policy.window
+    held = sorted(s for s in entry.series if window[0] <= s <= window[1])
+    judged = [s for s in held if s in series]
+    if not judged:
+        why = ("the baseline holds no step of it" if not held else
+               f"the run logged none of the baseline's steps {steps_text(held)}")
+        return error_row(name, "baseline", f"{metric} cannot be compared step by step over "
+                                           f"{window_text(window)}: {why}", **info)
+    bands: dict[int, Band] = {}
+    for step in judged:
+        band = step_band_for(policy, entry, step)
+        if band is None:
+            return error_row(name, "baseline", (
+                f"{metric}: no band at step {step} (the baseline holds no spread there and the "
+                "policy no tolerance); bless again from 3 or more runs, or set atol, rtol or k"),
+                **info)
+        bands[step] = band
+    checks = {s: StepBand(series[s], b.reference, b.lower, b.upper, b.sigma)
+              for s, b in bands.items()}
+    outside = [s for s in judged if not checks[s].holds]
+    worst = max(outside or judged, key=lambda s: _excess(bands[s], series[s]))
+    band, value = bands[worst], series[worst]
+    how = f"each step of {window_text(window)}"
+    if len(judged) < window[1] - window[0] + 1:
+        how += f" ({len(judged)} steps)"
+    found = (f"{len(outside)} of {len(judged)} steps outside their bands; worst step"
+             if outside else "every step within its band; nearest its edge: step")
+    return CheckRow(
+        name=name, kind="baseline", status="fail" if outside else "pass", value=value,
+        expected=f"each step within its own band (step {worst}: {band.text()})",
+        sigma=band.sigma, band=f"per step; at step {worst}: {band.how}", steps=judged,
+        baseline_series=dict(entry.series), compared_by=BY_STEPS, step_bands=checks,
+        message=(f"{how}: {found} {worst}: {value:.6g} vs baseline {band.reference:.6g}, band "
+                 f"{band.text()}{note}"), **info)
+
+
+def _excess(band: Band, value: float) -> float:
+    """How far ``value`` lies toward or beyond the band's worse edge, in half-widths (> 1:
+    outside; NaN is the furthest of all)."""
+    if math.isnan(value):
+        return math.inf
+    below, above = band.reference - value, value - band.reference
+    delta = max(below if band.lower is not None else -math.inf,
+                above if band.upper is not None else -math.inf)
+    if band.half_width > 0:
+        return delta / band.half_width
+    return math.inf if delta > 0 else delta
 
 
 def _compared_row(name: str, policy: MetricPolicy, entry: BaselineMetric, band: Band,
@@ -103,7 +161,7 @@ def _compared_row(name: str, policy: MetricPolicy, entry: BaselineMetric, band: 
         expected=band.text(), baseline=band.reference, lower=band.lower, upper=band.upper,
         sigma=band.sigma, band=band.how, steps=steps, metric=policy.metric,
         reduce=policy.reduce, window=policy.window if windowed else None,
-        baseline_series=dict(entry.series),
+        baseline_series=dict(entry.series), compared_by=BY_WINDOW,
         message=f"{how}: {value:.6g}, {delta:+.6g}{pct} vs baseline {band.reference:.6g}{note}")
 
 
@@ -122,6 +180,9 @@ def _neutral(evidence: Evidence, policy: MetricPolicy, baseline: Baseline | None
         if same is False:
             return "not_comparable", (f"baseline from {_machine(baseline.hardware_key)}, this "
                                       f"run on {_machine(evidence.hardware)}")
+        busier = timing_comparable(evidence.run.get("conditions"), baseline.conditions)
+        if busier:  # a timing measured beside other work says nothing about the trainer
+            return "not_comparable", busier
     if meaningless_when_replayed(metric):
         window = set(range(policy.window[0], policy.window[1] + 1))
         generated = window - set(evidence.replayed_steps)

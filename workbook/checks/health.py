@@ -7,7 +7,16 @@
   steps the scenario trains, else what the log itself states);
 - **finite**: every loss, KL, entropy and gradient-norm metric is finite at every step; the
   first NaN or infinity names the step and metric, and the verdict's diagnosis says "diverged";
-- **clip fractions within [0, 1]**.
+- **clip fractions within [0, 1]**;
+- **rollout and training probabilities agree**: in a synchronous on-policy run the rollout
+  engine and the trainer score the same tokens with the same weights, so the difference of their
+  probabilities (``training/rollout_probs_diff_mean``, and ``..._max`` when logged) is numerics
+  at every step whose rollout was generated. Sampling settings the trainer does not know, weights
+  synced wrong into the rollout, a broken log-prob path all show here first. A replayed step is
+  left out (the dump's responses came from an older policy, so the difference grows by design);
+  a run that never logged the metric, or replayed every step, gets no row. The bound is set per
+  hardware profile where it was measured (:data:`ROLLOUT_PROBS_BOUNDS`): elsewhere the
+  numerics differ (Ascend's bf16 nightly logs 4.5e-3 on a healthy run) and there is no row.
 
 The first two are ``run`` rows: when one fails the run itself failed (exit 3). The others are
 checks: a failure is a regression (exit 1).
@@ -26,6 +35,21 @@ from workbook.metrics.diagnosis import NO_METRICS_LABEL
 
 FINITE_CHECK = "losses, KL, entropy and gradient norms finite"
 CLIP_CHECK = "clip fractions within [0, 1]"
+ROLLOUT_CHECK = "rollout and training probabilities agree"
+PROBS_DIFF_MEAN = "training/rollout_probs_diff_mean"
+PROBS_DIFF_MAX = "training/rollout_probs_diff_max"
+
+# Measured on the cpu profile (fp32, vLLM-CPU, the tiny GSPO scenario): a live run's mean
+# difference stays at 2.7-2.9e-5 at every step; a replayed run's grows 2.7e-5 -> 1.5e-4 over 4
+# steps as the policy leaves the one that made the dump. 1e-3 is 35x the live value, and still
+# 7x above where a replayed run is by step 4 (replayed steps are left out anyway).
+ROLLOUT_PROBS_DIFF_MEAN_MAX = 1e-3
+# The largest single-token difference, live: 1.0-1.4e-4 on the same runs; 35x that.
+ROLLOUT_PROBS_DIFF_MAX_MAX = 5e-3
+# Bounds per hardware profile, only where measured.
+ROLLOUT_PROBS_BOUNDS: dict[str, dict[str, float]] = {
+    "cpu": {PROBS_DIFF_MEAN: ROLLOUT_PROBS_DIFF_MEAN_MAX, PROBS_DIFF_MAX: ROLLOUT_PROBS_DIFF_MAX_MAX},
+}
 
 
 def health_rows(evidence: Evidence, min_steps: int | None,
@@ -40,7 +64,8 @@ def health_rows(evidence: Evidence, min_steps: int | None,
     if required is not None:
         rows.append(steps_row(evidence, required, why))
     if len(evidence.metrics):
-        rows += [r for r in (finite_row(evidence), clip_row(evidence)) if r is not None]
+        rows += [r for r in (finite_row(evidence), clip_row(evidence), rollout_row(evidence))
+                 if r is not None]
     return rows
 
 
@@ -134,6 +159,40 @@ def clip_row(evidence: Evidence) -> CheckRow | None:
                     expected=expected, metric=metric, lower=0.0, upper=1.0,
                     steps=sorted({s for s, n, _ in outside if n == metric}),
                     message=f"{metric} is {value:.6g} at step {step}")
+
+
+def rollout_row(evidence: Evidence) -> CheckRow | None:
+    """Rollout and training probabilities of the same tokens within numerics at every generated
+    step (None: no bound for this hardware, the metric not logged, or every step replayed)."""
+    bounds = ROLLOUT_PROBS_BOUNDS.get(evidence.profile or "")
+    if not bounds or not evidence.metrics.has(PROBS_DIFF_MEAN):
+        return None
+    replayed = set(evidence.replayed_steps)
+    series = {name: {s: v for s, v in evidence.metrics.series(name).items() if s not in replayed}
+              for name in bounds if evidence.metrics.has(name)}
+    steps = sorted({s for values in series.values() for s in values})
+    if not steps:
+        return None
+    upper = bounds[PROBS_DIFF_MEAN]
+    expected = " and ".join(f"{n} <= {b:g}" for n, b in bounds.items() if n in series) + (
+        " at every generated step" + (f" (replayed steps {steps_text(sorted(replayed))} left "
+                                      "out)" if replayed else ""))
+    above = [(s, n, v) for n, values in series.items() for s, v in values.items()
+             if not v <= bounds[n]]  # NaN is above every bound
+    if not above:
+        worst = max(series[PROBS_DIFF_MEAN].values(), default=None)
+        return CheckRow(name=ROLLOUT_CHECK, kind="bounds", status="pass", value=worst,
+                        expected=expected, metric=PROBS_DIFF_MEAN, lower=0.0, upper=upper,
+                        steps=steps)
+    step, metric, value = min(above, key=lambda a: (a[0], a[1] != PROBS_DIFF_MEAN))
+    bad = sorted(s for s, n, _ in above if n == metric)
+    return CheckRow(
+        name=ROLLOUT_CHECK, kind="bounds", status="fail", value=value, expected=expected,
+        metric=metric, lower=0.0, upper=bounds[metric], steps=bad,
+        message=(f"{metric} is {value:.3g} at step {step}, above {bounds[metric]:g} (a live "
+                 "rollout and the trainer disagree on the same tokens: sampling settings, the "
+                 "weights synced into the rollout, or a log-prob path changed)"
+                 + (f"; also at step(s) {steps_text(bad[1:])}" if len(bad) > 1 else "")))
 
 
 def divergence(rows: list[CheckRow], last_step: int | None) -> dict[str, Any] | None:

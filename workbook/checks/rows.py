@@ -9,6 +9,11 @@ Statuses:
   a pass nor a failure, shown grey;
 - ``not_comparable``: the baseline comes from other hardware or other settings, so the
   comparison would say nothing: neither a pass nor a failure, shown grey with the reason.
+
+A baseline row says how it compared (``compared_by``): ``window``, one statistic of the window
+against one band (``value`` within ``lower``..``upper``), or ``steps``, each step of the window
+against its own band (``step_bands``, one :class:`StepBand` per step judged; ``value`` is then
+the worst step's, and ``baseline``/``lower``/``upper`` are left empty, as no one band was used).
 """
 
 from __future__ import annotations
@@ -22,6 +27,28 @@ NEUTRAL = ("not_measured", "not_comparable")
 STATUSES = JUDGED + NEUTRAL
 # what produced a row; "run" rows (completion, steps) decide a *failed* verdict
 KINDS = ("run", "finite", "bounds", "baseline", "expression")
+
+
+@dataclass(frozen=True)
+class StepBand:
+    """One step of a per-step comparison: the run's value there and the band it had to stay in."""
+
+    value: float
+    reference: float
+    lower: float | None  # None: that side is open
+    upper: float | None
+    sigma: float | None = None  # the blessed runs' spread at the step the band came from
+
+    @property
+    def holds(self) -> bool:
+        if math.isnan(self.value):
+            return False
+        return (self.lower is None or self.value >= self.lower) and (
+            self.upper is None or self.value <= self.upper)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (v if v is None or math.isfinite(v) else str(v))
+                for k, v in asdict(self).items()}
 
 
 @dataclass
@@ -45,6 +72,8 @@ class CheckRow:
     steps: list[int] = field(default_factory=list)  # steps the value was computed from
     source: str | None = None      # the expression text, for expression rows
     baseline_series: dict[int, float] = field(default_factory=dict)  # per step, to draw the curve
+    compared_by: str | None = None  # a baseline row's basis: "window" or "steps"
+    step_bands: dict[int, StepBand] = field(default_factory=dict)  # per step, when by steps
 
     @property
     def passed(self) -> bool:
@@ -63,6 +92,8 @@ class CheckRow:
         data["window"] = list(self.window) if self.window else None
         data["baseline_series"] = {str(s): (v if math.isfinite(v) else None)
                                    for s, v in sorted(self.baseline_series.items())}
+        data["step_bands"] = {str(s): b.to_dict() if isinstance(b, StepBand) else b
+                              for s, b in sorted(self.step_bands.items())}
         return data
 
 

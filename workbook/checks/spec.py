@@ -10,6 +10,7 @@ Schema (every key optional)::
       metrics:                # per-metric policy, merged field by field over the defaults
         timing_s/step: {k: 6}                    # widen the blessed band to 6 sigma
         actor/entropy: {reduce: median, direction: both, atol: 0.02}
+        actor/pg_loss: {compare_by: steps}       # each step against its own band
         perf/throughput: {enabled: false}        # or `perf/throughput: false`
       expressions:            # NeMo-RL style checks, see workbook.checks.expression
         - 'median(data["training/rollout_probs_diff_mean"]) < 0.01'
@@ -20,8 +21,11 @@ Policy fields: ``reduce`` (last|mean|median|max|min; ``window`` applies to mean/
 ``window`` ([first, last] inclusive, default the section's), ``direction`` (both|
 higher_is_worse|lower_is_worse), ``k`` (band half-width in sigmas of a blessed baseline),
 ``atol``/``rtol`` (a tolerance: allowed difference = atol + rtol*|baseline|), ``compare``
-(against the baseline; default true), ``finite`` (every step finite), ``bounds`` ([lo, hi],
-null for open; every step), ``enabled``.
+(against the baseline; default true), ``compare_by`` (auto|window|steps: judge the window
+statistic, or each step of the window against its own band; ``auto``, the default, does the
+latter where the blessed runs agree step by step, see :func:`workbook.checks.bands.basis`;
+``steps`` needs a mean or median reduction), ``finite`` (every step finite), ``bounds`` ([lo,
+hi], null for open; every step), ``enabled``.
 
 Every run also gets the health checks of :mod:`workbook.checks.health` (completed, steps
 reached, losses finite, clip fractions within [0, 1]), whatever this section says. How a
@@ -44,8 +48,10 @@ from workbook.errors import ExpressionError
 
 DEFAULT_WINDOW = (5, 14)
 DIRECTIONS = ("both", "higher_is_worse", "lower_is_worse")
-POLICY_FIELDS = ("reduce", "window", "direction", "k", "atol", "rtol", "compare", "finite",
-                 "bounds", "enabled")
+BY_WINDOW, BY_STEPS = "window", "steps"  # how a baseline comparison is made (compare_by)
+COMPARE_BY = ("auto", BY_WINDOW, BY_STEPS)
+POLICY_FIELDS = ("reduce", "window", "direction", "k", "atol", "rtol", "compare", "compare_by",
+                 "finite", "bounds", "enabled")
 SECTION_KEYS = ("baseline", "window", "min_steps", "defaults", "metrics", "expressions")
 
 # Compared with the baseline when it names them. The first five are verl's nightly comparator
@@ -85,6 +91,7 @@ class MetricPolicy:
     atol: float | None = None
     rtol: float | None = None
     compare: bool = True
+    compare_by: str = "auto"        # auto | window | steps (see workbook.checks.bands.basis)
     finite: bool = False
     bounds: tuple[float | None, float | None] | None = None
     explicit: bool = False  # named by the scenario, so a missing metric is an error, not a skip
@@ -192,7 +199,19 @@ def parse_checks(section: Mapping[str, Any] | None, *,
     expressions = _expressions(section.get("expressions") or [], problems)
     spec = CheckSpec(baseline, window or DEFAULT_WINDOW, min_steps, use_defaults, overrides,
                      tuple(expressions))
-    return spec, problems
+    return spec, problems + _basis_problems(spec)
+
+
+def _basis_problems(spec: CheckSpec) -> list[tuple[str, str]]:
+    """``compare_by: steps`` where the policy reduces no window: there are no steps to judge."""
+    problems = []
+    for name, override in spec.overrides.items():
+        policy = spec.policy(name)
+        if override.get("compare_by") == BY_STEPS and policy and policy.reduce not in WINDOWED:
+            problems.append((f"checks.metrics.{cut(name)}.compare_by",
+                             f"steps needs a window: reduce {policy.reduce} compares one value; "
+                             "use reduce mean or median, or compare_by window"))
+    return problems
 
 
 def step_problems(spec: CheckSpec, total_steps: int | None, *,
@@ -284,6 +303,8 @@ def _policy_fields(body: Mapping[str, Any], where: str,
             problems.append((path, f"must be one of {', '.join(REDUCTIONS)}, got {short(value)}"))
         elif key == "direction" and value not in DIRECTIONS:
             problems.append((path, f"must be one of {', '.join(DIRECTIONS)}, got {short(value)}"))
+        elif key == "compare_by" and value not in COMPARE_BY:
+            problems.append((path, f"must be one of {', '.join(COMPARE_BY)}, got {short(value)}"))
         elif key in ("atol", "rtol") and value is not None and not (_number(value) and value >= 0):
             problems.append((path, f"must be a finite number >= 0, got {short(value)}"))
         elif key == "k" and not (_number(value) and value > 0):

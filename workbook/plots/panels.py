@@ -3,9 +3,11 @@
 Each panel is a small PNG (a report is one self-contained file with a size budget) built from
 :class:`~workbook.metrics.model.RunMetrics`. A panel whose metrics the run did not log is left
 out, never drawn empty. Colours are the Okabe-Ito palette and every line also has its own marker
-and dash, so curves stay apart for colour-blind readers and in greyscale print. A baseline,
-where the checks have one, is drawn as a shaded band with a dashed reference line. Which metrics
-each panel shows is the catalogue's (:mod:`workbook.plots.catalog`).
+and dash, so curves stay apart for colour-blind readers and in greyscale print. Where the checks
+compared a metric with a baseline, the panel draws exactly what they compared: a per-step
+comparison's band step by step, or a window statistic as one marked point with its band (see
+:mod:`workbook.plots.layers`, which builds what a panel draws as data; this module renders it).
+Which metrics each panel shows is the catalogue's (:mod:`workbook.plots.catalog`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import matplotlib
 
@@ -25,6 +27,8 @@ from matplotlib.ticker import MaxNLocator
 
 from workbook.metrics.model import RunMetrics
 from workbook.plots.catalog import NESTED_TIMINGS, PANELS, ZERO_MEANS_ABSENT, Axis, unit_of
+from workbook.plots.compared import Band  # the report reads check rows into it (report.view)
+from workbook.plots.layers import AxisLayers, StepBands, WindowMark, axis_layers
 
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -35,17 +39,6 @@ BAR_LIMIT = 60  # up to this many steps the phase breakdown is bars, beyond it a
 
 
 @dataclass(frozen=True)
-class Band:
-    """A metric's baseline: reference value, allowed range, per-step series, steps it covers."""
-
-    value: float | None = None
-    low: float | None = None
-    high: float | None = None
-    series: dict[int, float] = field(default_factory=dict)
-    window: tuple[int, int] | None = None
-
-
-@dataclass(frozen=True)
 class Panel:
     """A drawn panel: a stable key (tests and the report use it), a title and PNG bytes."""
 
@@ -53,6 +46,7 @@ class Panel:
     title: str
     png: bytes
     metrics: tuple[str, ...] = ()  # the metrics drawn, in legend order
+    axes: tuple[AxisLayers, ...] = ()  # what each subplot draws, as data
 
 
 def build_panels(
@@ -77,7 +71,8 @@ def build_panels(
         if spec.key == "clip_fraction":
             title += clip_ratio_text(clip_ratio_low, clip_ratio_high)
         drawn = tuple(m for ax in axes for m in ax.metrics)
-        panels.append(Panel(spec.key, title, draw(metrics, title, axes, bands), drawn))
+        layers = tuple(axis_layers(metrics, ax, bands) for ax in axes)
+        panels.append(Panel(spec.key, title, render(title, layers), drawn, layers))
         if spec.key == "rollout_timing":
             breakdown = timing_breakdown(metrics)
             if breakdown is not None:
@@ -96,26 +91,38 @@ def draw(
     metrics: RunMetrics, title: str, axes: Sequence[Axis], bands: dict[str, Band] | None = None
 ) -> bytes:
     """One figure with one subplot per axis, each metric a line against the step."""
-    bands = bands or {}
-    fig, subplots = new_figure(len(axes))
-    for ax, spec in zip(subplots, axes, strict=True):
-        for i, name in enumerate(spec.metrics):
-            series = metrics.series(name)
-            _line(ax, series, name, i)
-            if name in bands:
-                _band(ax, bands[name], series, i)
-        ax.set_ylabel(spec.ylabel)
+    return render(title, tuple(axis_layers(metrics, ax, bands) for ax in axes))
+
+
+def render(title: str, layers: Sequence[AxisLayers]) -> bytes:
+    """The figure of ``layers``, one subplot each: nothing is drawn that they do not hold."""
+    fig, subplots = new_figure(len(layers))
+    for ax, axis in zip(subplots, layers, strict=True):
+        colour = {name: i for i, name in enumerate(axis.metrics)}
+        for curve in axis.curves:
+            i = colour.get(curve.metric, 0)
+            if curve.baseline:
+                ax.plot(curve.steps, curve.values, color=OKABE_ITO[(i + 5) % 8], linestyle="--",
+                        linewidth=1.2, label=curve.label)
+            else:
+                _line(ax, dict(zip(curve.steps, curve.values, strict=True)), curve.label, i)
+        for bands in axis.step_bands:
+            _step_bands(ax, bands, colour.get(bands.metric, 0))
+        for mark in axis.marks:
+            _window_mark(ax, mark, colour.get(mark.metric, 0))
+        ax.set_ylabel(axis.ylabel)
         _finish(ax)
     fig.suptitle(title, fontsize=11)
     return to_png(fig)
 
 
 def regression_panel(metrics: RunMetrics, metric: str, band: Band, title: str) -> Panel | None:
-    """A failed check's metric against its baseline band (None when the run lacks the metric)."""
+    """A failed check's metric against what it was compared with (None when the run lacks
+    the metric)."""
     if not metrics.has(metric):
         return None
-    png = draw(metrics, title, [Axis((metric,), unit_of(metric))], {metric: band})
-    return Panel(f"regression:{metric}", title, png, (metric,))
+    layers = (axis_layers(metrics, Axis((metric,), unit_of(metric)), {metric: band}),)
+    return Panel(f"regression:{metric}", title, render(title, layers), (metric,), layers)
 
 
 def timing_breakdown(metrics: RunMetrics) -> Panel | None:
@@ -202,44 +209,37 @@ def _line(ax: Axes, series: dict[int, float], name: str, i: int) -> None:
     )
 
 
-def _band(ax: Axes, band: Band, series: dict[int, float], i: int) -> None:
+def _step_bands(ax: Axes, bands: StepBands, i: int) -> None:
+    """Each step's range over that step alone (from half a step before it to half after)."""
     colour = OKABE_ITO[(i + 5) % 8]
-    if band.series:
-        ax.plot(
-            list(band.series),
-            list(band.series.values()),
-            color=colour,
-            linestyle="--",
-            linewidth=1.2,
-            label="baseline",
-        )
-    steps = list(series) or list(band.series)
-    if band.window:
-        steps = [s for s in steps if band.window[0] <= s <= band.window[1]] or steps
-    if not steps:
-        return
-    lo, hi = band.low, band.high
-    if lo is not None or hi is not None:
+    ymin, ymax = ax.get_ylim()
+    edges = [s - 0.5 for s in bands.steps] + [bands.steps[-1] + 0.5]
+    low = [ymin if v is None else v for v in bands.low]
+    high = [ymax if v is None else v for v in bands.high]
+    ax.fill_between(edges, low + low[-1:], high + high[-1:], step="post", color=colour,
+                    alpha=0.25, hatch="//", linewidth=0, label="allowed range, per step")
+    ax.plot(bands.steps, bands.reference, color=colour, linestyle="--", linewidth=1.2,
+            label="baseline, per step")
+
+
+def _window_mark(ax: Axes, mark: WindowMark, i: int) -> None:
+    """The statistic as one point at the window's middle, its range as a bar through it, the
+    baseline's value as a short segment over the window."""
+    colour, ours = OKABE_ITO[(i + 5) % 8], OKABE_ITO[i % 8]
+    first, last = float(mark.window[0]), float(mark.window[1])
+    if first == last:  # one step (``last``): a segment as wide as a bar
+        first, last = first - 0.4, last + 0.4
+    if mark.low is not None or mark.high is not None:
         ymin, ymax = ax.get_ylim()
-        ax.fill_between(
-            [min(steps), max(steps)] if len(steps) > 1 else [steps[0] - 0.4, steps[0] + 0.4],
-            lo if lo is not None else ymin,
-            hi if hi is not None else ymax,
-            color=colour,
-            alpha=0.25,
-            hatch="//",
-            label="allowed range",
-        )
-    if band.value is not None and not band.series:
-        ax.hlines(
-            band.value,
-            min(steps),
-            max(steps) if len(steps) > 1 else steps[0] + 0.4,
-            colors=colour,
-            linestyles="--",
-            linewidth=1.2,
-            label="baseline",
-        )
+        ax.vlines(mark.x, ymin if mark.low is None else mark.low,
+                  ymax if mark.high is None else mark.high, colors=colour, linewidth=7,
+                  alpha=0.35, label=f"allowed range of the {mark.label}")
+    if mark.reference is not None:
+        ax.hlines(mark.reference, first, last, colors=colour, linestyles="--", linewidth=1.2,
+                  label=f"baseline {mark.label}")
+    if mark.value is not None:
+        ax.plot([mark.x], [mark.value], color=ours, marker="D", markersize=8, linestyle="none",
+                markeredgecolor="black", label=f"this run's {mark.label}")
 
 
 def _finish(ax: Axes) -> None:

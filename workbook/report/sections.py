@@ -22,13 +22,12 @@ from typing import Any, Generic, TypeVar
 
 from workbook import provenance
 from workbook.core.status import Verdict
+from workbook.plots.compared import compared_band, compared_bands
 from workbook.plots.panels import Panel, build_panels, regression_panel
 from workbook.report.cache import kept
 from workbook.report.template import section_html
 from workbook.report.view import (
     RunView,
-    band_of,
-    bands,
     date_text,
     duration_text,
     finite_number,
@@ -45,7 +44,9 @@ CHECKS_NOTE = (
 PLOTS_NOTE = (
     "Clip fraction: the share of tokens whose importance ratio left [1 - clip_ratio_low, "
     "1 + clip_ratio_high] (the configured ratios are in its title). A panel whose metrics the run "
-    "did not log is left out; a baseline, where the checks have one, is a shaded band."
+    "did not log is left out. Where a check compared the metric with a baseline, the panel shows "
+    "what it compared: each step's own band (a per-step comparison), or the window statistic as "
+    "one marked point with its band at the window's middle."
 )
 FAILING_ROWS = ("fail", "error")  # check rows whose metric is drawn against its band
 
@@ -288,7 +289,7 @@ def _checks(v: RunView) -> Checks:
     )
     figures = []
     for row in rows:
-        band = band_of(row)
+        band = compared_band(row)
         if row.get("status") in FAILING_ROWS and row.get("metric") and band is not None:
             panel = regression_panel(
                 v.metrics,
@@ -308,7 +309,7 @@ def _plots(v: RunView) -> Plots:
         v.metrics,
         clip_ratio_low=finite_number(v.run.get("clip_ratio_low")),
         clip_ratio_high=finite_number(v.run.get("clip_ratio_high")),
-        bands=bands(v.rows),
+        bands=compared_bands(v.rows),
     )
     return Plots(logged=True, figures=tuple(Figure.of(p) for p in panels))
 

@@ -22,7 +22,6 @@ from workbook.errors import MetricsError
 from workbook.metrics import progress
 from workbook.metrics.console import ANSI_RE
 from workbook.metrics.model import RunMetrics
-from workbook.plots.panels import Band
 
 
 @dataclass
@@ -156,42 +155,6 @@ def read_metrics(path: Path, *, quick: bool = False) -> RunMetrics:
         return reading_of(path).metrics  # the one reading the checks used too
     except MetricsError:
         return RunMetrics()
-
-
-def bands(rows: list[dict[str, Any]]) -> dict[str, Band]:
-    """Baseline bands per metric from check rows (both the flat and the nested row shapes).
-
-    Only rows that compare with a baseline (a reference value or series) give a band: a sanity
-    bound such as "clip fraction within [0, 1]" is not a baseline and would flatten the plot.
-    """
-    found: dict[str, Band] = {}
-    for row in rows:
-        band = band_of(row)
-        if band is not None and (band.value is not None or band.series) and row.get("metric"):
-            found.setdefault(str(row["metric"]), band)
-    return found
-
-
-def band_of(row: dict[str, Any]) -> Band | None:
-    """The baseline band of one check row, None when the row compares with no baseline."""
-    base = row.get("baseline")
-    if isinstance(base, dict):
-        series = {
-            int(k): float(v) for k, v in (base.get("series") or {}).items() if finite_number(v) is not None
-        }
-        band = Band(finite_number(base.get("value")), finite_number(base.get("low")), finite_number(base.get("high")), series)
-    else:
-        band = Band(finite_number(base), finite_number(row.get("lower")), finite_number(row.get("upper")))
-    window = row.get("window")
-    if (
-        isinstance(window, (list, tuple))
-        and len(window) == 2
-        and all(finite_number(w) is not None for w in window)
-    ):
-        band = Band(band.value, band.low, band.high, band.series, (int(window[0]), int(window[1])))
-    if band.value is None and band.low is None and band.high is None and not band.series:
-        return None
-    return band
 
 
 def duration_text(seconds: Any) -> str:

@@ -1,0 +1,166 @@
+"""The machine's conditions: what a baseline keeps of its runs', and when a timing is comparable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workbook.checks.baseline import Baseline, BaselineMetric, baseline_from_dict, load_baseline
+from workbook.checks.conditions import (
+    BUSY_MARGIN_CORES,
+    CALIBRATION_MARGIN,
+    blessed_conditions,
+    timing_comparable,
+)
+from workbook.errors import BaselineError
+
+
+def run(others: float | None = 0.3, calibration: float | None = 0.08, cpus: int = 2,
+        **extra: Any) -> dict[str, Any]:
+    """run.json's ``conditions`` as workbook.launch.conditions records them."""
+    found = {"wall_s": 180.0, "cpus": cpus, "run_cores": 1.6, "others_cores": others,
+             "steal_cores": 0.0, "load_1m": 2.1, "calibration_s": calibration, **extra}
+    return {k: v for k, v in found.items() if v is not None}
+
+
+# --- blessed_conditions ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("runs, expected", [
+    pytest.param([run(0.2, 0.08), run(0.4, 0.10), run(0.3, 0.09)],
+                 {"others_cores": 0.3, "others_cores_max": 0.4, "calibration_s": 0.09, "cpus": 2,
+                  "n": 3}, id="three-runs"),
+    pytest.param([run(0.2, 0.08), {}, None], {"others_cores": 0.2, "others_cores_max": 0.2,
+                                              "calibration_s": 0.08, "cpus": 2, "n": 1},
+                 id="runs-without-conditions-left-out"),
+    pytest.param([run(0.2, None), run(0.4, None)],
+                 {"others_cores": 0.3, "others_cores_max": 0.4, "cpus": 2, "n": 2},
+                 id="no-calibration-recorded"),
+    pytest.param([run(0.2, 0.08), run(0.4, None)],
+                 {"others_cores": 0.3, "others_cores_max": 0.4, "calibration_s": 0.08, "cpus": 2,
+                  "n": 2}, id="calibration-of-the-runs-that-timed-it"),
+    pytest.param([{}, None], {}, id="none-recorded"),
+    pytest.param([], {}, id="no-runs"),
+    pytest.param([{"others_cores": "busy", "cpus": 2}], {}, id="not-a-number-is-not-recorded"),
+    pytest.param([{"others_cores": True}], {}, id="a-bool-is-not-a-number"),
+    pytest.param([{"others_cores": float("nan")}], {}, id="nan-is-not-recorded"),
+])
+def test_a_baseline_keeps_the_mean_and_max_of_its_runs_conditions(
+        runs: list[dict[str, Any] | None], expected: dict[str, Any]) -> None:
+    assert blessed_conditions(runs) == pytest.approx(expected)
+
+
+# --- timing_comparable ----------------------------------------------------------------------------
+
+BLESSED = {"others_cores": 0.30, "others_cores_max": 0.35, "calibration_s": 0.080, "cpus": 2,
+           "n": 3}
+
+
+@pytest.mark.parametrize("conditions, blessed, words", [
+    pytest.param(run(0.30, 0.080), BLESSED, None, id="as-at-blessing"),
+    pytest.param(run(0.05, 0.070), BLESSED, None, id="idler-and-faster-is-comparable"),
+    pytest.param(run(0.35 + BUSY_MARGIN_CORES, 0.080), BLESSED, None, id="busy-at-the-margin"),
+    pytest.param(run(0.93, 0.080), BLESSED,
+                 ["the machine was 3.1x busier: other processes used 0.93 of 2 cores while it "
+                  "ran, 0.30 at blessing (at most 0.35)"], id="busier"),
+    pytest.param(run(0.93, 0.080), {**BLESSED, "others_cores_max": None},
+                 ["3.1x busier", "0.30 at blessing"], id="busier-no-max-recorded"),
+    pytest.param(run(0.93), {"others_cores": 0.0, "others_cores_max": 0.0, "cpus": 2},
+                 ["the machine was busier: other processes used 0.93 of 2 cores while it ran, "
+                  "0.00 at blessing"], id="busier-than-an-idle-blessing"),
+    pytest.param(run(0.30, 0.080 * CALIBRATION_MARGIN), BLESSED, None,
+                 id="calibration-at-the-margin"),
+    pytest.param(run(0.30, 0.112), BLESSED,
+                 ["the CPU was 1.40x slower: the calibration workload took 0.112 s, 0.08 s at "
+                  "blessing"], id="slower-cpu"),
+    pytest.param(run(0.93, 0.112), BLESSED, ["3.1x busier", "; the CPU was 1.40x slower"],
+                 id="busier-and-slower"),
+    pytest.param(run(0.93, 0.112), None, None, id="baseline-without-conditions"),
+    pytest.param(run(0.93, 0.112), {}, None, id="baseline-with-empty-conditions"),
+    pytest.param(None, BLESSED, None, id="run-without-conditions"),
+    pytest.param({}, BLESSED, None, id="run-with-empty-conditions"),
+    pytest.param(run(None, 0.112), BLESSED, ["1.40x slower"], id="run-without-others-cores"),
+    pytest.param(run(0.93, None), BLESSED, ["3.1x busier"], id="run-without-calibration"),
+    pytest.param(run(0.93, 0.112), {"calibration_s": 0.08}, ["1.40x slower"],
+                 id="baseline-without-others-cores"),
+    pytest.param(run(0.30, 0.112), {**BLESSED, "calibration_s": 0.0}, None,
+                 id="a-zero-calibration-says-nothing"),
+    pytest.param({"others_cores": "a lot"}, BLESSED, None, id="not-a-number-says-nothing"),
+])
+def test_a_timing_is_comparable_unless_the_machine_was_busier_or_slower(
+        conditions: dict[str, Any] | None, blessed: dict[str, Any] | None,
+        words: list[str] | None) -> None:
+    reason = timing_comparable(conditions, blessed)
+
+    if words is None:
+        assert reason is None
+    else:
+        assert reason is not None
+        for word in words:
+            assert word in reason, reason
+
+
+def test_the_margins_are_the_ones_documented() -> None:
+    assert (BUSY_MARGIN_CORES, CALIBRATION_MARGIN) == (0.25, 1.25)
+
+
+# --- the baseline file's `conditions` -------------------------------------------------------------
+
+def document(conditions: Any) -> dict[str, Any]:
+    return {"format": "verl-workbook-baseline/2", "conditions": conditions,
+            "metrics": {"timing_s/step": {"value": 10.0}}}
+
+
+def test_a_baseline_writes_its_conditions_and_reads_them_back(tmp_path: Path) -> None:
+    blessed = blessed_conditions([run(0.2, 0.08), run(0.4, 0.1)])
+    baseline = Baseline({"timing_s/step": BaselineMetric(value=10.0)}, conditions=blessed)
+
+    path = baseline.save(tmp_path / "b.json")
+
+    assert json.loads(path.read_text())["conditions"] == blessed
+    assert load_baseline(path).conditions == blessed
+
+
+def test_a_baseline_without_conditions_writes_no_key_and_reads_none(tmp_path: Path) -> None:
+    path = Baseline({"timing_s/step": BaselineMetric(value=10.0)}).save(tmp_path / "b.json")
+
+    assert "conditions" not in json.loads(path.read_text())
+    assert load_baseline(path).conditions is None
+    assert baseline_from_dict(document(None)).conditions is None
+
+
+@pytest.mark.parametrize("conditions, words", [
+    pytest.param([0.3], "conditions: expected a mapping, got list", id="not-a-mapping"),
+    pytest.param({"others_cores": -0.1}, "conditions.others_cores: expected a finite number >= 0",
+                 id="negative"),
+    pytest.param({"calibration_s": float("nan")}, "conditions.calibration_s: expected a finite",
+                 id="nan"),
+    pytest.param({"others_cores": "0.3"}, "conditions.others_cores: expected a finite number",
+                 id="text"),
+    pytest.param({"others_cores": True}, "conditions.others_cores: expected a finite number",
+                 id="bool"),
+    pytest.param({"others_cores": 10**400}, "conditions.others_cores: expected a finite number",
+                 id="int-too-large-for-a-float"),
+    pytest.param({"n": 0}, "conditions.n: expected a whole number (1 or more)", id="no-runs"),
+    pytest.param({"cpus": 2.5}, "conditions.cpus: expected a whole number", id="half-a-cpu"),
+    pytest.param({"others_core": 0.3}, "conditions.others_core: unknown key; known: "
+                                       "others_cores", id="misspelt-key"),
+])
+def test_a_baseline_whose_conditions_cannot_be_right_is_refused(conditions: Any,
+                                                                words: str) -> None:
+    with pytest.raises(BaselineError) as err:
+        baseline_from_dict(document(conditions))
+
+    assert words in err.value.message
+
+
+def test_a_baseline_with_conditions_refused_on_save_writes_nothing(tmp_path: Path) -> None:
+    baseline = Baseline({"timing_s/step": BaselineMetric(value=10.0)},
+                        conditions={"others_cores": -1.0})
+
+    with pytest.raises(BaselineError, match="conditions.others_cores"):
+        baseline.save(tmp_path / "b.json")
+
+    assert not (tmp_path / "b.json").exists()

@@ -1,0 +1,144 @@
+"""Whether a run's timings can be compared with its baseline's, given what else ran on the machine.
+
+A step time measured while other processes took CPU from the run is slower for reasons no change
+to verl explains. Every run records the machine's conditions (:mod:`workbook.launch.conditions`:
+CPU others used, the calibration workload's time); a baseline records those of the runs it was
+blessed from (:func:`blessed_conditions`). Before a timing is compared, :func:`timing_comparable`
+says whether the run's machine was like the blessed runs' machine:
+
+- **busier**: the CPU other processes used while the run trained exceeds the most the blessed
+  runs saw by more than ``BUSY_MARGIN_CORES``;
+- **a slower CPU**: the calibration workload took more than ``CALIBRATION_MARGIN`` times its
+  time at blessing (a lower clock, a throttled or smaller machine of the same model).
+
+Either makes the comparison ``not_comparable`` (shown grey with the reason), never a pass or a
+failure. A run or a baseline that recorded no conditions (files from before they were recorded,
+an imported log, a KubeRay run whose pods this machine cannot watch) is compared as before.
+A machine *idler* than at blessing is comparable: its timings can only look better.
+
+Pure functions of plain mappings: the caller reads ``run.json``'s ``conditions`` and the
+baseline's ``conditions``.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from workbook.core.quoting import cut, short
+
+# CPU other processes may use beyond the most the blessed runs saw, in cores, before a timing is
+# not comparable: on the project's 2-core machine an eighth of it. Set from measured runs by
+# benchmarks/timing_noise.py (the spread of unchanged runs idle and beside a competitor); a
+# first value until those figures are in.
+BUSY_MARGIN_CORES = 0.25
+# How much slower than at blessing the calibration workload may run (a slower or throttled CPU).
+CALIBRATION_MARGIN = 1.25
+
+# What a baseline records of its runs' conditions (see blessed_conditions), and which are counts.
+BLESSED_KEYS = ("others_cores", "others_cores_max", "calibration_s", "cpus", "n")
+COUNT_KEYS = ("cpus", "n")
+
+
+def blessed_conditions(runs_conditions: Sequence[Mapping[str, Any] | None]) -> dict[str, Any]:
+    """What a baseline keeps of its runs' conditions: mean and max CPU others used, the mean
+    calibration time, the machine's cpus, and how many runs recorded conditions (``n``).
+
+    Runs that recorded none are left out; ``{}`` when none did (the baseline then compares
+    timings as before).
+    """
+    recorded = [c for c in runs_conditions if _number(c, "others_cores") is not None]
+    if not recorded:
+        return {}
+    others = [v for c in recorded if (v := _number(c, "others_cores")) is not None]
+    calibrations = [v for c in recorded if (v := _number(c, "calibration_s")) is not None]
+    cpus = [int(v) for c in recorded if (v := _number(c, "cpus")) is not None and v >= 1]
+    out: dict[str, Any] = {
+        "others_cores": round(statistics.fmean(others), 4),
+        "others_cores_max": round(max(others), 4),
+        "calibration_s": round(statistics.fmean(calibrations), 6) if calibrations else None,
+        "cpus": max(cpus) if cpus else None,
+        "n": len(recorded),
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def timing_comparable(run: Mapping[str, Any] | None,
+                      blessed: Mapping[str, Any] | None) -> str | None:
+    """None when the run's timings can be compared with the baseline's, else why not.
+
+    The reason is what a ``not_comparable`` row shows, e.g. "the machine was 3.1x busier: other
+    processes used 0.93 of 2 cores while it ran, 0.30 at blessing". A run or a baseline without
+    conditions (older files, an imported log, a KubeRay run) is comparable, as before.
+    """
+    if not run or not blessed:
+        return None
+    reasons = [r for r in (_busier(run, blessed), _slower_cpu(run, blessed)) if r]
+    return "; ".join(reasons) or None
+
+
+def _busier(run: Mapping[str, Any], blessed: Mapping[str, Any]) -> str | None:
+    now, then = _number(run, "others_cores"), _number(blessed, "others_cores")
+    if now is None or then is None:
+        return None
+    most = _number(blessed, "others_cores_max")
+    most = then if most is None else max(most, then)
+    if now <= most + BUSY_MARGIN_CORES:
+        return None
+    times = f"{now / then:.1f}x busier" if then > 0 else "busier"
+    cpus = _number(run, "cpus") or _number(blessed, "cpus")
+    of = f" of {cpus:g} cores" if cpus else " cores"
+    seen = f" (at most {most:.2f})" if most > then else ""
+    return (f"the machine was {times}: other processes used {now:.2f}{of} while it ran, "
+            f"{then:.2f} at blessing{seen}")
+
+
+def _slower_cpu(run: Mapping[str, Any], blessed: Mapping[str, Any]) -> str | None:
+    now, then = _number(run, "calibration_s"), _number(blessed, "calibration_s")
+    if now is None or then is None or then <= 0 or now <= then * CALIBRATION_MARGIN:
+        return None
+    return (f"the CPU was {now / then:.2f}x slower: the calibration workload took {now:.3g} s, "
+            f"{then:.3g} s at blessing")
+
+
+def conditions_problems(value: Any, where: str = "conditions") -> list[str]:
+    """A baseline's ``conditions``: known keys, finite numbers >= 0, whole counts >= 1."""
+    if value is None:
+        return []
+    if not isinstance(value, Mapping):
+        return [f"{where}: expected a mapping, got {type(value).__name__}"]
+    problems = []
+    for key, item in value.items():
+        field = f"{where}.{cut(str(key), 60)}"
+        if key not in BLESSED_KEYS:
+            problems.append(f"{field}: unknown key; known: {', '.join(BLESSED_KEYS)}")
+        elif item is None:
+            continue
+        elif key in COUNT_KEYS:
+            if type(item) is not int or not 1 <= item <= 10**9:
+                problems.append(f"{field}: expected a whole number (1 or more), got {short(item)}")
+        elif (number := _finite(item)) is None or number < 0:
+            problems.append(f"{field}: expected a finite number >= 0, got {short(item)}")
+    return problems
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _finite(value: Any) -> float | None:
+    """``value`` as a finite float; None when it is not a number (a bool is not one)."""
+    if not _is_number(value):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _number(data: Mapping[str, Any] | None, key: str) -> float | None:
+    """``data[key]`` as a finite float, None when missing or not a number."""
+    return _finite(data.get(key)) if isinstance(data, Mapping) else None
