@@ -35,6 +35,12 @@ run_root = ""
 run_dir = \"\""""
 
 
+IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle'], .jp-KernelStatus:has-text('Idle')"
+# some cell shows it is running or ran: its prompt reads [*] or [N]
+STARTED = """() => [...document.querySelectorAll('.jp-InputPrompt')]
+    .some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))"""
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -78,13 +84,23 @@ def page(lab: tuple[str, Path]) -> Iterator[object]:
         tab = browser.new_page(viewport={"width": 1500, "height": 1000})
         tab.goto(f"{url}/lab/tree/gspo.ipynb")
         tab.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
-        tab.wait_for_selector(".jp-Notebook-ExecutionIndicator, .jp-KernelStatus", timeout=60_000)
+        # a Run All sent before the kernel is idle can be dropped on a loaded machine
+        tab.wait_for_selector(IDLE, timeout=180_000)
         yield tab
 
 
 def _run_all(tab) -> None:  # type: ignore[no-untyped-def]
-    tab.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    tab.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    """Run All from the menu, once more if no cell started within a minute (a click a busy
+    browser lost)."""
+    for attempt in range(2):
+        tab.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        tab.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+        try:
+            tab.wait_for_function(STARTED, timeout=60_000)
+            return
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError: try the menu again
+            if attempt:
+                raise
 
 
 def _output_attr(tab, selector: str, attribute: str) -> str | None:  # type: ignore[no-untyped-def]
