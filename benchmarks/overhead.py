@@ -46,6 +46,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", default=str(REPO / "params" / "gspo-tiny-1n1cpu-fsdp2-vllm.yaml"))
     ap.add_argument("--repeats", type=int, default=1, help="workbook runs after the one bare run")
+    ap.add_argument("--no-bare", action="store_true",
+                    help="skip the bare run: only the workbook's own time before and after verl")
     args = ap.parse_args()
     ok = True
     with tempfile.TemporaryDirectory(prefix="wb-overhead-") as tmp:
@@ -59,7 +61,7 @@ def main() -> int:
         bare_env = dict(env)
         for key, value in plan["env"].items():
             bare_env[key] = f"{value}{os.pathsep}{env['PYTHONPATH']}" if key == "PYTHONPATH" and env.get("PYTHONPATH") else value
-        bare_s, bare_rc = timed(plan["argv"], bare_env, bare_dir)
+        bare_s, bare_rc = (float("nan"), 0) if args.no_bare else timed(plan["argv"], bare_env, bare_dir)
         print(f"bare verl command: {bare_s:7.1f} s (exit {bare_rc})", flush=True)
         ok = bare_rc == 0
         for repeat in range(args.repeats):
