@@ -36,8 +36,9 @@ def own_time(runs: Path, t0: float, t1: float) -> tuple[float, float]:
     (record,) = runs.glob("*/*/run.json")
     info = json.loads(record.read_text())
 
-    def at(text: str) -> float:
-        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+    def at(text: str) -> float:  # run.json's times: ISO 8601, UTC
+        found = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return (found if found.tzinfo else found.replace(tzinfo=timezone.utc)).timestamp()
 
     return at(info["started_at"]) - t0, t1 - at(info["ended_at"])
 
