@@ -163,3 +163,8 @@ def file_signature(path: Path) -> list[int] | None:
     except OSError:
         return None
     return [found.st_size, found.st_mtime_ns]
+
+
+# run.json keys the closing writes after rendering (its steps done, when it ended): never an
+# input of a closing step nor of a report section
+CLOSING_WRITES = ("closed", "finished_at", "finish_errors")

@@ -20,10 +20,9 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from workbook.core.layout import RUN_FILES, file_signature
+from workbook.core.layout import CLOSING_WRITES, RUN_FILES, file_signature
 
 # run.json keys written by closing after the report is rendered: no section shows them
-CLOSING_KEYS = ("finished_at", "finish_errors", "closed")
 # the run's other files a section reads, signed by size and modification time
 READ_FILES = ("checks", "metrics", "log", "params", "command_json", "command_sh")
 LIMIT = 64  # sections kept (a report has seven; a notebook session rarely holds many runs)
@@ -60,7 +59,7 @@ def signature(run_dir: Path) -> str:
     except (OSError, ValueError):
         run = {"unreadable": file_signature(run_file)}  # a broken file: changed when its bytes change
     if isinstance(run, dict):
-        run = {k: v for k, v in run.items() if k not in CLOSING_KEYS}
+        run = {k: v for k, v in run.items() if k not in CLOSING_WRITES}
     files = [file_signature(path / RUN_FILES[key]) for key in READ_FILES]
     text = json.dumps([run, files], sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

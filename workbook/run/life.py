@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from workbook.core.layout import (
+    CLOSING_WRITES,
     COMPARISON_FILE,
     ERROR_LOG,
     RUN_FILES,
@@ -37,8 +38,8 @@ from workbook.core.layout import (
 from workbook.core.status import ACTIVE, RunStatus
 from workbook.launch.outcome import Outcome
 
-# run.json keys the closing itself writes: never an input of a closing step
-CLOSING_KEYS = ("verdict", "closed", "finished_at", "finish_errors")
+# run.json keys the closing itself writes (the verdict too): never an input of a closing step
+CLOSING_KEYS = ("verdict", *CLOSING_WRITES)
 DRIVEN = "WORKBOOK_DRIVEN"  # set by `workbook run` for the kernels it starts
 
 
