@@ -38,7 +38,8 @@ test: $(STAMP) browser
 	$(BIN)/python -m ruff check workbook tests benchmarks
 	$(BIN)/python -m mypy -p workbook
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not verl and not ray and not browser" -n 2
+	$(BIN)/python -m pytest -m "verl or ray or browser"
 
 clean:
 	rm -rf $(VENV) runs

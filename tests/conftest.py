@@ -29,6 +29,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 GSPO_TINY = REPO / "params" / "gspo-tiny-1n1cpu-fsdp2-vllm.yaml"
+GSPO_LIVE = REPO / "params" / "gspo-tiny-live-1n1cpu-fsdp2-vllm.yaml"
 PPO_TINY_RAY = REPO / "params" / "ppo-tiny-2n1cpu-fsdp2-vllm-ray.yaml"
 SMOKE_SUITE = REPO / "params" / "suites" / "smoke-cpu.txt"
 FAULTS = REPO / "benchmarks" / "faults"
@@ -44,6 +45,10 @@ SECRETS = ("hf_PlantedToken0123456789abcd", "planted-pass-word-42", "plantedquer
            "plantedpw")
 PLANTED = (f"-s env.HF_TOKEN={SECRETS[0]} -s env.DB_PASSWORD={SECRETS[1]} "
            f"-s 'env.SERVICE_URL=https://user:{SECRETS[3]}@example.invalid/x?token={SECRETS[2]}'")
+
+
+# the rollout-side fault the variants suite runs on the live scenario (benchmarks/faults)
+ROLLOUT_FAULT = "half_reward"
 
 
 def fault(name: str) -> str:
@@ -205,14 +210,20 @@ def ppo_run(smoke: SuiteRun) -> CliRun:
 
 @pytest.fixture(scope="session")
 def variants(session_env: dict[str, str], cpu_assets, tmp_path_factory) -> SuiteRun:  # type: ignore[no-untyped-def]
-    """Three faulty variants; Ctrl-C during the third; then the same command again (resume)."""
+    """Four faulty variants; Ctrl-C during the third; then the same command again (resume).
+
+    (1) a slower trainer and, at the window's last step only, a doubled policy loss (one run
+    for the timing checks and the per-step comparison); (2) a broken override; (3) the worker
+    killed at step 3; (4) the live-rollout scenario with every reward halved where verl scores.
+    """
     folder = tmp_path_factory.mktemp("variants")
     suite = folder / "variants.txt"
     suite.write_text(
-        "# the tiny GSPO scenario with faults loaded into verl, and a broken override\n"
-        f"{GSPO_TINY} {fault('pg_loss_x2')}\n"
+        "# the tiny GSPO scenarios with faults loaded into verl, and a broken override\n"
+        f"{GSPO_TINY} {fault('slow_update,pg_loss_x2@4')}\n"
         f"{GSPO_TINY} -s '{BROKEN_OVERRIDE}' {PLANTED}\n"
-        f"{GSPO_TINY} {fault('kill_worker@3')}\n")
+        f"{GSPO_TINY} {fault('kill_worker@3')}\n"
+        f"{GSPO_LIVE} {fault(ROLLOUT_FAULT)}\n")
     junit = folder / "junit.xml"
     args = ["suite", "run", str(suite), "--junit", str(junit), "--dir", str(folder / "night")]
     with HeavyLock():

@@ -4,7 +4,9 @@ A report must say enough to reproduce a run: package versions (without importing
 takes seconds to import and may not even work on the host that renders the report), the commits
 of the workbook and of verl when installed from a checkout, the OS, Python, host and hardware.
 On Ascend, the CANN version and ``npu-smi info`` are captured when present, never required.
-Every probe is best effort: a missing tool leaves its field out, it never fails a run.
+The container image the run ran in is recorded when something says which it is (``image``:
+``$WORKBOOK_IMAGE``, else the container's own hints; see :func:`image`). Every probe is best
+effort: a missing tool leaves its field out, it never fails a run.
 
 A run that ran elsewhere (``launcher: kuberay``: in Kubernetes pods) is described by
 :func:`submitted` instead, which says which machine each fact is about.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -40,6 +43,13 @@ PACKAGES = (
     "TransferQueue",
     "numpy",
 )
+
+# The image a run's container was started from, as whoever started it names it (a CI job, a pod
+# spec, a wrapper script): ``repo/name:tag`` or ``repo/name@sha256:<digest>``.
+IMAGE_ENV = "WORKBOOK_IMAGE"
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+# a container's id in /proc/self/cgroup or mountinfo: docker, containerd (Kubernetes), CRI-O, podman
+_CONTAINER_ID = re.compile(r"(?:docker|cri-containerd|crio|libpod|containers)[-/]([0-9a-f]{64})")
 
 # Which machine each group of :func:`submitted`'s facts is about (its ``about``).
 SUBMITTER = "the machine that built the command and the RayJob, submitted it and judged its log"
@@ -77,6 +87,9 @@ def collect(verl_path: str | Path | None = None) -> dict[str, Any]:
     cann = cann_version()
     if cann:
         facts["cann_version"] = cann
+    found = image()
+    if found:
+        facts["image"] = found
     npu = _run(["npu-smi", "info"])
     if npu:
         facts["npu_smi"] = npu
@@ -242,6 +255,101 @@ def cann_version() -> str | None:
                     key, _, value = line.partition("=")
                     if key.strip().lower() in ("version", "toolkit_installed_version"):
                         return value.strip().strip('"[]')
+    return None
+
+
+def image(environ: Mapping[str, str] | None = None, root: Path = Path("/")
+          ) -> dict[str, Any] | None:
+    """The container image the run ran in, as far as anything says; None outside a container.
+
+    ``$WORKBOOK_IMAGE`` (in ``environ``, default this process's environment) names it, with its
+    digest when written ``name@sha256:...``. Else podman's ``/run/.containerenv`` may name the
+    image and its id. Else a container is only recognised (``/.dockerenv``, or a container id in
+    ``/proc/self/cgroup`` or ``mountinfo``): its id is kept, its image is unknown. Only ``ref``,
+    ``digest`` and ``id`` say which image; ``container`` changes with every container started.
+    ``root`` is where those files are looked for.
+    """
+    env = os.environ if environ is None else environ
+    named = str(env.get(IMAGE_ENV) or "").strip()
+    if named:
+        return named_image(named)
+    containerenv = root / "run" / ".containerenv"
+    podman = _key_values(containerenv)
+    container = _container_id(root)
+    if podman.get("image"):
+        return {"ref": podman["image"], "digest": _digest_in(podman["image"]),
+                "id": podman.get("imageid") or None, "container": container,
+                "source": "/run/.containerenv"}
+    if container or (root / ".dockerenv").exists() or containerenv.exists():
+        return {"ref": None, "digest": None, "container": container,
+                "source": "container hints (/.dockerenv, /proc/self/cgroup)"}
+    return None
+
+
+def named_image(ref: str) -> dict[str, Any]:
+    """The image ``$WORKBOOK_IMAGE`` names (its digest when the name carries one)."""
+    return {"ref": ref, "digest": _digest_in(ref), "source": IMAGE_ENV}
+
+
+def image_of(run: Mapping[str, Any], env: Mapping[str, Any] | None = None
+             ) -> dict[str, Any] | None:
+    """A run's image from its run.json (``run``): what :func:`image` recorded, unless that is
+    only a hint and the run's own environment (``env``, its command's) names one; a KubeRay
+    run's is its pods' spec."""
+    recorded = _object(run.get("image"))
+    named = str((env or {}).get(IMAGE_ENV) or "").strip()
+    if named and not (recorded.get("ref") or recorded.get("digest")):  # more than a hint
+        return named_image(named)
+    if recorded:
+        return dict(recorded)
+    pods = _object(_object(run.get("machines")).get("pods"))
+    if pods.get("image"):
+        return {"ref": str(pods["image"]), "digest": _digest_in(str(pods["image"])),
+                "source": "the RayJob's pods"}
+    return None
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _digest_in(text: str) -> str | None:
+    found = _DIGEST.search(text)
+    return found.group(0) if found else None
+
+
+def _key_values(path: Path) -> dict[str, str]:
+    """``key="value"`` lines (podman's /run/.containerenv), {} when unreadable."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return {}
+    pairs = (line.partition("=") for line in lines)
+    return {k.strip(): v.strip().strip('"') for k, sep, v in pairs if sep and v.strip('" ')}
+
+
+def _container_id(root: Path) -> str | None:
+    """The container id in this process's cgroup (v1, or v2 under a scope), else in what the
+    engine mounted over its /etc/hostname, hosts or resolv.conf (cgroup v2 shows only ``/``).
+    A host's mount table lists its containers' folders too, so only those mount points count."""
+    proc = root / "proc" / "self"
+    try:
+        found = _CONTAINER_ID.search((proc / "cgroup").read_text(encoding="utf-8",
+                                                                 errors="replace"))
+        if found:
+            return found.group(1)
+    except OSError:
+        pass
+    try:
+        lines = (proc / "mountinfo").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 4 and fields[4] in ("/etc/hostname", "/etc/hosts", "/etc/resolv.conf"):
+            found = _CONTAINER_ID.search(fields[3])
+            if found:
+                return found.group(1)
     return None
 
 

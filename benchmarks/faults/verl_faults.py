@@ -24,13 +24,18 @@ never calls them.
                     trainer computes log-probabilities with): ``vLLMHttpServer.generate`` in
                     ``verl.workers.rollout.vllm_rollout.vllm_async_server`` scales each request's
                     ``temperature`` (a greedy request, temperature 0, stays greedy)
-    slow_gen@K      every generate request 2.0 s slower, in the same method, before vLLM sees it:
-                    a step's requests are sent together, so a step's generation is about 2 s
-                    longer, +50 % of the ~4 s ``timing_s/gen`` of the tiny live scenario
+    slow_gen@K      every generate request 6.0 s slower, in the same method, before vLLM sees it:
+                    a step's requests are sent together, so a step's generation is about 6 s
+                    longer. Generation time of the tiny live scenario on a 2-core CPU comes in
+                    steps of about 2 s (2.0 or 4.0 s a step; window means 2.7-4.0 s over 4
+                    unchanged runs), so a 2 s delay hides in that spread (measured: not caught)
     half_reward@K   every reward halved where verl scores a response,
                     ``RewardLoopWorker.compute_score`` in ``verl.experimental.reward_loop.
                     reward_loop`` (both the agent loop's streaming reward and the trainer's batch
                     reward call it); the scenario's reward function is untouched
+
+Several faults load together, comma-separated (``WORKBOOK_FAULT=slow_update,pg_loss_x2@4``): the
+loss faults wrap the policy loss one inside the other, the rollout faults each wrap their method.
 
 Workers learn the current step from the file logger: verl writes one line per finished step to
 ``$VERL_FILE_LOGGER_PATH``, so the step being trained is the number of lines plus one.
@@ -71,7 +76,7 @@ FAULTS = LOSS_FAULTS + tuple(ROLLOUT_TARGETS)
 SLOW_S = 1.2
 UNCLIPPED = 10.0  # clip ratios so wide that no sequence ratio reaches them
 HOT_FACTOR = 2.0  # hot_sampling's temperature multiple
-SLOW_GEN_S = 2.0  # slow_gen's delay per generate request
+SLOW_GEN_S = 6.0  # slow_gen's delay per generate request
 REWARD_FACTOR = 0.5  # half_reward's multiple
 MARK = "__workbook_fault__"  # set on a patched method: never patched twice
 
@@ -82,6 +87,15 @@ def parse(text: str) -> tuple[str, int]:
     if name not in FAULTS:
         raise ValueError(f"WORKBOOK_FAULT={text!r}: unknown fault; known: {', '.join(FAULTS)}")
     return name, int(step or 1)
+
+
+def parse_all(text: str) -> list[tuple[str, int]]:
+    """``slow_update,pg_loss_x2@4`` -> [("slow_update", 1), ("pg_loss_x2", 4)]; each named once."""
+    found = [parse(part.strip()) for part in text.split(",") if part.strip()]
+    names = [name for name, _ in found]
+    if len(set(names)) != len(names):
+        raise ValueError(f"WORKBOOK_FAULT={text!r}: a fault is named twice")
+    return found
 
 
 def current_step() -> int:
@@ -153,8 +167,14 @@ def faulty_generate(generate: Callable[..., Any], name: str,
                     args = (*args[:where], params, *args[where + 1:])
         return await generate(*args, **kwargs)
 
-    setattr(wrapper, MARK, name)
+    setattr(wrapper, MARK, (*_marks(generate), name))
     return wrapper
+
+
+def _marks(method: Any) -> tuple[str, ...]:
+    """The faults already put into ``method`` (a wrapper keeps those of what it wraps)."""
+    marks = getattr(method, MARK, ())
+    return (marks,) if isinstance(marks, str) else tuple(marks)
 
 
 def faulty_reward(compute_score: Callable[..., Any], from_step: int) -> Callable[..., Any]:
@@ -169,7 +189,7 @@ def faulty_reward(compute_score: Callable[..., Any], from_step: int) -> Callable
             result = {**result, "reward_score": result["reward_score"] * REWARD_FACTOR}
         return result
 
-    setattr(wrapper, MARK, "half_reward")
+    setattr(wrapper, MARK, (*_marks(compute_score), "half_reward"))
     return wrapper
 
 
@@ -178,7 +198,7 @@ def patch_class(module: ModuleType, name: str, from_step: int) -> None:
     _, class_name, method = ROLLOUT_TARGETS[name]
     cls = getattr(module, class_name)
     original = cls.__dict__.get(method) or getattr(cls, method)
-    if getattr(original, MARK, None):
+    if name in _marks(original):
         return
     make = faulty_reward(original, from_step) if name == "half_reward" else faulty_generate(
         original, name, from_step)
@@ -228,16 +248,21 @@ def install() -> None:
     text = os.environ.get("WORKBOOK_FAULT", "").strip()
     if not text:
         return
-    name, from_step = parse(text)
-    if name in ROLLOUT_TARGETS:
-        when_imported(ROLLOUT_TARGETS[name][0],
-                      functools.partial(patch_class, name=name, from_step=from_step))
+    faults = parse_all(text)
+    for name, from_step in faults:
+        if name in ROLLOUT_TARGETS:
+            when_imported(ROLLOUT_TARGETS[name][0],
+                          functools.partial(patch_class, name=name, from_step=from_step))
+    loss_faults = [(name, step) for name, step in faults if name in LOSS_FAULTS]
+    if not loss_faults:
         return
     from verl.trainer.ppo import core_algos
 
     registry = core_algos.POLICY_LOSS_REGISTRY
     for mode, loss_fn in list(registry.items()):
-        registry[mode] = faulty(loss_fn, name, from_step)
+        for name, from_step in loss_faults:
+            loss_fn = faulty(loss_fn, name, from_step)
+        registry[mode] = loss_fn
 
 
 install()

@@ -106,6 +106,56 @@ def test_an_unknown_fault_names_the_known_ones(faults: ModuleType) -> None:
         faults.parse("cold_sampling")
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("slow_update,pg_loss_x2@4", [("slow_update", 1), ("pg_loss_x2", 4)]),
+    (" half_reward , slow_gen@2 ", [("half_reward", 1), ("slow_gen", 2)]),
+    ("nan_loss@3", [("nan_loss", 3)]),
+])
+def test_several_faults_parse_comma_separated(faults: ModuleType, text: str,
+                                              expected: list[tuple[str, int]]) -> None:
+    assert faults.parse_all(text) == expected
+
+
+@pytest.mark.parametrize("text, message", [
+    ("slow_update,slow_update@3", "named twice"), ("slow_update,cold", "unknown fault"),
+])
+def test_a_fault_list_with_a_repeat_or_an_unknown_name_is_refused(
+        faults: ModuleType, text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        faults.parse_all(text)
+
+
+def test_two_loss_faults_wrap_one_inside_the_other(faults: ModuleType, at_step: Any,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(faults.time, "sleep", slept.append)
+    loss_fn = faults.faulty(faults.faulty(lambda **kw: (1.5, {}), "slow_update", 1),
+                            "pg_loss_x2", 4)
+
+    assert loss_fn(config=None)[0] == 1.5 and slept == [faults.SLOW_S]
+    at_step(4)
+    assert loss_fn(config=None)[0] == 3.0 and len(slept) == 2
+
+
+def test_two_rollout_faults_on_one_method_both_apply(faults: ModuleType, at_step: Any,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    waited: list[float] = []
+
+    async def no_wait(seconds: float) -> None:
+        waited.append(seconds)
+
+    monkeypatch.setattr(faults.asyncio, "sleep", no_wait)
+    module = stand_in("rollout")
+    faults.patch_class(module, "hot_sampling", 1)
+    faults.patch_class(module, "slow_gen", 1)
+    faults.patch_class(module, "slow_gen", 1)  # once only
+    server = module.vLLMHttpServer()
+
+    generate(server, {"temperature": 1.0})
+
+    assert server.seen[0]["temperature"] == 2.0 and waited == [faults.SLOW_GEN_S]
+
+
 def test_without_a_fault_importing_patches_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     before = list(sys.meta_path)
 
@@ -178,9 +228,14 @@ def test_slow_gen_waits_before_each_request_without_blocking_the_others(
     assert server.seen == [{"temperature": 1.0}] * 4  # sampling unchanged
 
 
-def test_slow_gen_is_sized_to_half_the_tiny_live_generation_time(faults: ModuleType) -> None:
-    # timing_s/gen of the tiny live scenario, steps 2-4: ~4.0 s (tests/profiles/data)
-    assert faults.SLOW_GEN_S == pytest.approx(0.5 * 4.0)
+def test_slow_gen_is_larger_than_the_live_baselines_generation_band(faults: ModuleType) -> None:
+    # the blessed live baseline's band on timing_s/gen: k sigma of its unchanged runs
+    from workbook.checks.bands import K_SIGMA
+
+    baseline = json.loads((REPO / "params" / "baselines" /
+                           "gspo-tiny-live-1n1cpu-fsdp2-vllm.cpu.json").read_text())
+    sigma = baseline["metrics"]["timing_s/gen"]["sigma"]
+    assert faults.SLOW_GEN_S > K_SIGMA * sigma
 
 
 # --- half_reward ---------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ def test_a_zero_sigma_gets_a_floor_and_time_a_wider_one() -> None:
                     entry(10.0, 0.0), 10.0)
 
     assert loss is not None and loss.half_width == pytest.approx(0.01)   # 2 % of 0.5
-    assert step is not None and step.upper == pytest.approx(11.0) and step.lower is None
+    assert step is not None and step.upper == pytest.approx(12.0) and step.lower is None  # 20 %
     assert "floor" in loss.how
 
 

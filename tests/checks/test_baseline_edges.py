@@ -135,9 +135,14 @@ def test_ascend_text_verl_writes_still_loads(tmp_path: Path, content: str,
 
 # --- the workbook's JSON / YAML format -----------------------------------------------------------
 
+# what ``baseline import`` records of where a file's numbers came from
+IMPORTED = {"source": "verl-ascend-text", "created": "2026-11-29T18:31:11Z", "sha256": "0" * 64}
+
+
 def doc(**entry: object) -> str:
-    """A one-metric JSON baseline for ``timing_s/step`` with ``entry`` merged in."""
-    return json.dumps({"format": "verl-workbook-baseline/2", "metrics": {
+    """A one-metric JSON baseline for ``timing_s/step`` with ``entry`` merged in (its provenance
+    complete, so only ``entry`` can be wrong)."""
+    return json.dumps({"format": "verl-workbook-baseline/2", "provenance": IMPORTED, "metrics": {
         STEP: {"value": 10.0, "reduce": "mean", "window": [2, 4], **entry}}}, indent=2)
 
 

@@ -69,26 +69,29 @@ def test_bless_from_three_runs_keeps_mean_sigma_hardware_and_settings(
     assert baseline.hardware == "cpu" and baseline.scenario == "gspo-handmade"
 
 
-@pytest.mark.parametrize("step_time,throughput,clipfrac,loss_scale,failing", [
-    (14.5, 90.0, 0.38, 1.0, []),                    # within 4 sigma (would fail verl's 5 %)
-    (15.5, 90.0, 0.38, 1.0, ["timing_s/step"]),     # 11 + 4 x 1.0 = 15
-    (13.5, 83.0, 0.38, 1.0, ["perf/throughput"]),   # 100 - 4 x 4.0 = 84
-    (13.5, 90.0, 0.46, 1.0, ["actor/pg_clipfrac"]),  # 0.25 + 4 x 0.05 = 0.45
-    (11.0, 100.0, 0.25, 2.0, ["actor/pg_loss"]),    # sigma 0: the 2 % floor catches a doubling
-    (8.0, 130.0, 0.06, 1.0, []),                    # faster is never worse; clipfrac in band
+@pytest.mark.parametrize("step_time,throughput,clipfrac,loss_scale,failing,improved", [
+    (14.5, 90.0, 0.38, 1.0, [], []),                    # within 4 sigma (would fail verl's 5 %)
+    (15.5, 90.0, 0.38, 1.0, ["timing_s/step"], []),     # 11 + 4 x 1.0 = 15
+    (13.5, 79.0, 0.38, 1.0, ["perf/throughput"], []),   # 100 - max(4 x 4.0, 20 % floor) = 80
+    (13.5, 90.0, 0.46, 1.0, ["actor/pg_clipfrac"], []),  # 0.25 + 4 x 0.05 = 0.45
+    (11.0, 100.0, 0.25, 2.0, ["actor/pg_loss"], []),    # sigma 0: the 2 % floor catches a doubling
+    # faster is never worse; clipfrac in band; throughput beyond 100 + 4 x 4.0: improved
+    (8.0, 130.0, 0.06, 1.0, [], ["perf/throughput"]),
 ])
 def test_a_fourth_run_is_judged_with_k_sigma_bands(
         blessed: tuple[Path, list[Path]], make_run: Callable[..., Path], step_time: float,
-        throughput: float, clipfrac: float, loss_scale: float, failing: list[str]) -> None:
+        throughput: float, clipfrac: float, loss_scale: float, failing: list[str],
+        improved: list[str]) -> None:
     params, _ = blessed
     fourth = make_run(series(step_time, throughput, clipfrac, loss_scale),
                       run_id="20261129T000009Z-000009", checks=CHECKS, params_dir=params)
 
     verdict, out = check_path(fourth)
 
-    failed = [r.metric for r in verdict.rows if r.judged and r.status != "pass"]
+    failed = [r.metric for r in verdict.rows if r.judged and r.status not in ("pass", "improved")]
     assert failed == failing
-    assert verdict.status == ("regressed" if failing else "passed")
+    assert [r.metric for r in verdict.rows if r.status == "improved"] == improved
+    assert verdict.status == ("regressed" if failing else "improved" if improved else "passed")
     assert out == fourth / "checks.json"
     step_row = next(r for r in verdict.rows if r.name == "timing_s/step vs baseline")
     assert step_row.baseline_series[1] == pytest.approx(33.0)  # the curve the report draws
@@ -175,3 +178,18 @@ def test_timings_are_not_compared_when_the_machine_was_busier_than_at_blessing(
     assert rows["actor/pg_clipfrac"].status == "pass"  # what does not depend on the machine
     if timing_status == "not_comparable":
         assert "busier" in rows["timing_s/step"].message and verdict.status == "passed"
+
+
+def test_bless_refuses_runs_measured_on_a_busier_machine_than_the_others(
+        tmp_path: Path, make_run: Callable[..., Path]) -> None:
+    # two idle runs and one beside a busy loop (as measured on the tiny PPO scenario: 0.04, 0.10,
+    # 0.82 cores of others): its timings would widen the band and open the busy gate to 0.82
+    params = tmp_path / "params"
+    params.mkdir()
+    runs = [_with_conditions(r, c) for r, c in zip(three_runs(make_run, params),
+                                                   (0.04, 0.10, 0.82), strict=True)]
+
+    with pytest.raises(BaselineError, match=f"busier during {runs[2].name}"):
+        bless(runs, tmp_path / "x.json")
+
+    assert not (tmp_path / "x.json").exists()

@@ -14,6 +14,7 @@ from workbook.checks.conditions import (
     CALIBRATION_MARGIN,
     blessed_conditions,
     timing_comparable,
+    unlike_conditions,
 )
 from workbook.errors import BaselineError
 
@@ -164,3 +165,21 @@ def test_a_baseline_with_conditions_refused_on_save_writes_nothing(tmp_path: Pat
         baseline.save(tmp_path / "b.json")
 
     assert not (tmp_path / "b.json").exists()
+
+
+@pytest.mark.parametrize("others, calibrations, found", [
+    pytest.param([0.04, 0.10, 0.08], [0.024, 0.0245, 0.0242], None, id="alike"),
+    pytest.param([0.04, 0.10, 0.82], [0.024] * 3, "busier during c", id="one-beside-a-busy-loop"),
+    pytest.param([0.04, 0.29], [0.024] * 2, None, id="within-the-margin"),
+    pytest.param([0.04, 0.30], [0.024] * 2, "busier during b", id="beyond-the-margin"),
+    pytest.param([0.05] * 3, [0.024, 0.024, 0.031], "1.29x slower during c", id="a-slower-cpu"),
+    pytest.param([None, 0.9, None], [None] * 3, None, id="one-recorded"),
+])
+def test_runs_measured_on_unlike_machines_are_named(others: list[Any], calibrations: list[Any],
+                                                    found: str | None) -> None:
+    conditions = [{"others_cores": o, "calibration_s": c} for o, c in zip(others, calibrations, strict=True)]
+    names = ["a", "b", "c"][:len(conditions)]
+
+    why = unlike_conditions(conditions, names)
+
+    assert (why is None) if found is None else (why is not None and found in why), why

@@ -1,9 +1,10 @@
 """Verdicts, diagnoses and reports of REAL runs: faults loaded into verl, a broken override,
 a worker killed mid-run, Ctrl-C, and the suite resuming (issues 9 and 11).
 
-The ``variants`` suite: (1) the tiny GSPO scenario with its policy loss doubled inside verl,
-(2) with a broken override (and secrets planted in its environment), (3) with the training worker
-killed at step 3 -- interrupted with Ctrl-C during (3), then run again: it resumes with (3).
+The ``variants`` suite: (1) the tiny GSPO scenario with a slower policy loss and, at step 4,
+a doubled one inside verl, (2) with a broken override (and secrets planted in its environment),
+(3) with the training worker killed at step 3 -- interrupted with Ctrl-C during (3), then run
+again: it resumes with (3) -- and (4) the live-rollout scenario with its rewards halved.
 """
 
 from __future__ import annotations
@@ -58,9 +59,9 @@ def test_ctrl_c_stops_the_current_entry_and_leaves_a_complete_summary(variants: 
     first = variants.first
     assert first.exit_code == 3, first.output[-3000:]
     statuses = {e["key"][:3]: e["status"] for e in variants.interim["entries"]}
-    assert statuses == {"01-": "regressed", "02-": "failed", "03-": "stopped"}
+    assert statuses == {"01-": "regressed", "02-": "failed", "03-": "stopped", "04-": "pending"}
     assert "stopped by the user" in first.output
-    for key in ("01-gspo", "02-gspo", "03-gspo"):
+    for key in ("01-gspo", "02-gspo", "03-gspo", "04-gspo"):
         assert key in first.output  # the summary table lists every entry
     assert variants.leftovers == []
 
@@ -86,7 +87,7 @@ def test_running_the_suite_again_resumes_with_the_interrupted_entry(variants: Su
 def test_one_junit_file_has_a_suite_per_entry_and_a_case_per_check(variants: SuiteRun) -> None:
     root = ET.parse(variants.junit).getroot()
     suites = {s.get("name")[:3]: s for s in root.iter("testsuite")}
-    assert set(suites) == {"01-", "02-", "03-"}
+    assert set(suites) == {"01-", "02-", "03-", "04-"}
     assert int(suites["01-"].get("failures")) >= 2 and suites["01-"].get("errors") == "0"
     assert int(suites["02-"].get("errors")) >= 1 and int(suites["03-"].get("errors")) >= 1
     passed = [c for c in suites["01-"].iter("testcase") if len(c) == 0 or all(
@@ -96,7 +97,7 @@ def test_one_junit_file_has_a_suite_per_entry_and_a_case_per_check(variants: Sui
     assert props["verdict"] == "failed" and props["report"].endswith("report.html")
 
 
-def test_the_index_lists_the_suite_night_and_all_three_entries(variants: SuiteRun,
+def test_the_index_lists_the_suite_night_and_every_entry(variants: SuiteRun,
                                                               session_env: dict[str, str]) -> None:
     out = workbook_cli(["index", str(variants.directory.parent)], session_env, timeout=300)
     assert out.exit_code == 0, out.output
@@ -126,7 +127,7 @@ def test_planted_secrets_never_reach_reports_the_index_or_a_published_site(
             assert secret not in text, f"{secret} in {path}"
 
 
-@pytest.mark.parametrize("entry, code", [("01-", 1), ("02-", 3), ("03-", 3)])
+@pytest.mark.parametrize("entry, code", [("01-", 1), ("02-", 3), ("03-", 3), ("04-", 1)])
 def test_workbook_check_and_report_agree_with_the_run(
         variants: SuiteRun, session_env: dict[str, str], entry: str, code: int,
         tmp_path: Path) -> None:

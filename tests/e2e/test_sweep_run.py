@@ -1,4 +1,4 @@
-"""A real 3-point clip-ratio sweep of the tiny GSPO scenario on replayed rollouts (issue 10)."""
+"""A real 2-point clip-ratio sweep of the tiny GSPO scenario on replayed rollouts (issue 10)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tests.report import report_assertions as ra
 
 pytestmark = pytest.mark.verl
 ARGS = ["sweep", "params/gspo-tiny-1n1cpu-fsdp2-vllm.yaml",
-        "--grid", "clip_ratio_high=4e-4,4e-3,4e-2", "-s", "total_training_steps=3",
+        "--grid", "clip_ratio_high=4e-4,4e-2", "-s", "total_training_steps=3",
         "--replay-rollouts"]  # one point at a time: on 2 cores the faster way (README, Benchmarks)
 
 
@@ -30,12 +30,12 @@ def points(run: CliRun) -> list[dict]:
     return json.loads((run.run_dir / "sweep.json").read_text())["points"]
 
 
-def test_three_points_each_in_its_own_run_directory(sweep_runs: tuple[CliRun, CliRun]) -> None:
+def test_each_point_runs_in_its_own_run_directory(sweep_runs: tuple[CliRun, CliRun]) -> None:
     first, _ = sweep_runs
     assert first.exit_code == 0, first.output[-4000:]
     found = points(first)
-    assert [p["values"]["clip_ratio_high"] for p in found] == ["4e-4", "4e-3", "4e-2"]
-    assert [p["status"] for p in found] == ["passed"] * 3
+    assert [p["values"]["clip_ratio_high"] for p in found] == ["4e-4", "4e-2"]
+    assert [p["status"] for p in found] == ["passed"] * 2
     for point in found:
         run = Path(point["run_dir"])
         assert run.parent.parent == first.run_dir and (run / "report.html").is_file()
@@ -60,7 +60,7 @@ def test_one_comparison_page_with_a_row_per_point_listed_in_the_index(
         sweep_runs: tuple[CliRun, CliRun], session_env: dict[str, str]) -> None:
     first, _ = sweep_runs
     page = (first.run_dir / "comparison.html").read_text()
-    assert page.count("<tr data-run=") == 3
+    assert page.count("<tr data-run=") == 2
     assert "compare:actor/pg_clipfrac" in ra.panels(page)
     assert "clip_ratio_high=4e-2" in page
     index = (Path(session_env["WORKBOOK_RUNS"]) / "index.html").read_text()

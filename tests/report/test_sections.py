@@ -19,9 +19,10 @@ from workbook.report.render import render_report
 from workbook.report.template import section_html
 
 WORKBOOK = Path(__file__).resolve().parents[2] / "workbook"
-BUILT = ("banner", "checks", "plots", "failure", "parameters", "reproducibility", "preflight")
+BUILT = ("banner", "checks", "plots", "failure", "history", "parameters", "reproducibility",
+         "preflight")
 # the report cells of notebooks/gspo.ipynb, the notebook a local run's report is rendered from
-NOTEBOOK_CELLS = ("banner", "checks", "plots", "failure", "parameters", "reproducibility")
+NOTEBOOK_CELLS = ("banner", "checks", "plots", "failure", "history", "parameters", "reproducibility")
 
 
 @pytest.fixture

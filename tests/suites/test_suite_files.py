@@ -18,7 +18,8 @@ SCENARIOS = sorted((REPO / "params").glob("*.yaml"))
 def test_the_project_ships_the_smoke_and_nightly_suites() -> None:
     assert {"smoke-cpu", "nightly-npu-a2"} <= {p.stem for p in SUITES}
     smoke = [e.params.stem for e in read_suite(REPO / "params" / "suites" / "smoke-cpu.txt")]
-    assert smoke == ["gspo-tiny-1n1cpu-fsdp2-vllm", "ppo-tiny-2n1cpu-fsdp2-vllm-ray"]
+    assert smoke == ["gspo-tiny-1n1cpu-fsdp2-vllm", "ppo-tiny-2n1cpu-fsdp2-vllm-ray",
+                     "gspo-tiny-live-1n1cpu-fsdp2-vllm"]
 
 
 @pytest.mark.parametrize("suite", SUITES, ids=[p.stem for p in SUITES])

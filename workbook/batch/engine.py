@@ -15,6 +15,10 @@ are and what their file's header holds; the engine does the rest, the same way f
   the others go on. SIGINT or SIGTERM (a terminal's Ctrl-C, ``kill``, a CI runner's stop)
   stops launching and asks every running item to stop (each is recorded ``stopped`` with its
   report); the engine returns once they have ended, so the summary is still written.
+* :class:`Retry`: a batch may run an item again whose run failed on the infrastructure (its
+  diagnosis ``infrastructure``: a device, a disk, Ray or a link broke, not the run), at most
+  ``max`` times; each attempt keeps its run directory, and the record says what was retried and
+  why. Any other failure is never retried: it would fail the same way again.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from workbook.batch.orphans import clear_orphans
 from workbook.batch.records import Ledger, Record, resumed
 from workbook.checks.verdict import exit_code_of
 from workbook.core.layout import ERROR_LOG, RunDir
-from workbook.core.quoting import cut
+from workbook.core.quoting import cut, short
 from workbook.core.signals import stopping_on_signals
 from workbook.core.status import Verdict
 from workbook.errors import InputError, ParamsError, WorkbookError
@@ -46,6 +50,46 @@ if TYPE_CHECKING:
 
 Execute = Callable[..., "RunResult"]  # execute_run's signature: (params, sets, rd, *, runs_root, launcher, echo)
 POLL_S = 0.5
+RETRY_ON = ("infrastructure",)  # the diagnosis categories an item may be retried on
+MAX_RETRIES = 3  # a night of accelerators is too dear to spend on more
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Run an item again when its run failed with diagnosis category ``on``, ``max`` times."""
+
+    on: str = "infrastructure"
+    max: int = 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"on": self.on, "max": self.max}
+
+    @classmethod
+    def parse(cls, value: Any) -> tuple[Retry | None, list[str]]:
+        """``{on: infrastructure, max: 1}`` as a Retry, else None and every problem found.
+
+        YAML 1.1 reads the key ``on`` as true; that key is ``on`` too.
+        """
+        if not isinstance(value, dict):
+            return None, [f"expected a mapping such as {{on: infrastructure, max: 1}}, got "
+                          f"{short(value)}"]
+        problems: list[str] = []
+        given = {("on" if key is True else str(key)): v for key, v in value.items()}
+        for key in sorted(given.keys() - {"on", "max"}):
+            problems.append(f"unknown key {short(key)} (known: on, max)")
+        on = given.get("on")
+        if on is None:
+            problems.append("'on' is missing: say which failures are retried (on: infrastructure)")
+        elif on not in RETRY_ON:
+            problems.append(f"on: {short(on)} cannot be retried: only infrastructure "
+                            "failures are (any other would fail the same way again)")
+        most = given.get("max", 1)
+        if isinstance(most, bool) or not isinstance(most, int) or not 0 <= most <= MAX_RETRIES:
+            problems.append(f"max: {short(most)} is not a whole number from 0 to "
+                            f"{MAX_RETRIES}")
+        if problems:
+            return None, problems
+        return cls(str(on), int(most)), []
 
 
 @dataclass
@@ -138,13 +182,19 @@ class Engine:
 
     ``execute`` runs one item (``workbook.run.driver.execute_run`` unless a test gives a
     stand-in); the signal handlers are the engine's while it is open (from the main thread).
+    ``retry`` runs an item whose run failed on the infrastructure again (:class:`Retry`).
     """
 
     def __init__(self, batch: Batch, *, runs_root: Path, lanes: Lanes | None = None,
-                 echo: bool = False, execute: Execute | None = None) -> None:
+                 echo: bool = False, execute: Execute | None = None,
+                 retry: Retry | None = None) -> None:
         self.batch, self.runs_root, self.echo = batch, Path(runs_root), echo
         self.lanes = lanes or Lanes(batch.directory)
         self.execute = execute
+        self.retry = retry
+        self.retried: dict[str, int] = {}  # item key -> times it was run again in this session
+        self._again: list[Item] = []  # items to run again next, and why (what their record says)
+        self._why: dict[str, str] = {}
         self.stopping: list[str] = []  # why it stopped launching: signal names, a stopped item
         self._running: dict[int, _Running] = {}
         self._ended: queue.Queue[tuple[int, RunResult | BaseException]] = queue.Queue()
@@ -179,7 +229,10 @@ class Engine:
         """Run those of ``items`` not finished (every one with ``rerun``), ``extra`` overrides
         after each item's own, until they have all run or the batch is stopped."""
         waiting = self.batch.todo(items, rerun=rerun)
-        while (waiting and not self.stopping) or self._running:
+        while True:
+            waiting, self._again = self._again + waiting, []  # a retried item goes first
+            if not ((waiting and not self.stopping) or self._running):
+                break
             ready: list[_Ready] = []  # every free lane readied first: clusters start one by one
             for lane in range(len(self.lanes)):
                 while (waiting and not self.stopping and lane not in self._running
@@ -220,7 +273,7 @@ class Engine:
                                 skip=[r.run_dir.path for r in self._running.values()])
         self.batch.leftovers += cleared
         rd = RunDir.create(self.batch.directory, item.key)
-        record.started(rd.path)
+        record.started(rd.path, retry_of=self._why.pop(item.key, None))
         self.batch.save()
         print(f"{self.batch.kind}: {item.title} -> {rd.path}", flush=True)
         thread = threading.Thread(target=self._work, name=f"{self.batch.kind} {item.key}",
@@ -270,11 +323,29 @@ class Engine:
                 for error in outcome.errors:
                     print(f"{self.batch.kind}: {running.item.key}: {error}", file=sys.stderr,
                           flush=True)
+                self._retry_if_due(running)
             if record.status == Verdict.STOPPED.value and not self.stopping:
                 self.stopping.append(f"{running.item.key} was stopped")
                 print(f"{self.batch.kind}: {running.item.title} was stopped; nothing new starts",
                       file=sys.stderr, flush=True)
         self.batch.save()
+
+    def _retry_if_due(self, running: _Running) -> None:
+        """Queue the item to run again when its run failed as the retry policy names and
+        retries are left (never while the batch is stopping)."""
+        policy, record, key = self.retry, running.record, running.item.key
+        if (policy is None or self.stopping or record.status != Verdict.FAILED.value
+                or self.retried.get(key, 0) >= policy.max):
+            return
+        why = failure_of(running.run_dir, policy.on)
+        if why is None:
+            return
+        self.retried[key] = self.retried.get(key, 0) + 1
+        self._why[key] = why
+        self._again.append(running.item)
+        print(f"{self.batch.kind}: {running.item.title}: {why}; running it again (retry "
+              f"{self.retried[key]} of {policy.max}; {running.run_dir.path} is kept)",
+              file=sys.stderr, flush=True)
 
     def _signals(self) -> AbstractContextManager[None]:
         """SIGINT/SIGTERM stop the batch."""
@@ -297,6 +368,17 @@ class Engine:
             except OSError as exc:
                 print(f"{self.batch.kind}: could not ask {running.item.key} to stop: {exc}",
                       file=sys.stderr, flush=True)
+
+
+def failure_of(rd: RunDir, category: str) -> str | None:
+    """The diagnosis summary of a run that failed with ``category`` (run.json), else None."""
+    try:
+        diagnosis = rd.read_json("run").get("diagnosis")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(diagnosis, dict) or diagnosis.get("category") != category:
+        return None
+    return str(diagnosis.get("summary") or category)
 
 
 def _execute_run() -> Execute:

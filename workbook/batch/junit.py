@@ -21,7 +21,8 @@ from workbook.core.status import VERDICTS
 from workbook.core.status import Verdict as Word
 
 ROW_FIELDS = {f.name for f in fields(CheckRow)}
-NUMBERS = ("value", "baseline", "lower", "upper", "sigma")  # written as text when not finite
+NUMBERS = ("value", "baseline", "lower", "upper", "sigma",  # written as text when not finite
+           "improved_beyond")
 
 
 def write_batch_junit(records: Sequence[Record], path: Path) -> Path:

@@ -6,12 +6,14 @@ record, whose fields mean the same in both:
     key         the item's name in the batch (its run directories sit under ``<batch>/<key>/``)
     scenario    the scenario's name
     status      the verdict word of its last run, or ``pending`` (not run yet) or ``running``
-    exit_code   the verdict's exit code (0 passed, 1 regressed, 3 failed or stopped); none yet
-                while pending or running
+    exit_code   the verdict's exit code (0 passed or improved, 1 regressed, 3 failed or stopped);
+                none yet while pending or running
     reason      the verdict's one line, or why the item could not run
     duration_s  how long its last run took
     run_dir     its last run directory; ``runs`` every attempt's, earlier ones included
     report      its last run's report.html
+    retries     present once an attempt was retried: per retried attempt its ``run_dir`` and
+                ``why`` (its infrastructure diagnosis); the reason of the attempt after says so
 
 plus what the batch adds of its own: a suite entry's ``line``, a sweep point's ``values``.
 
@@ -30,6 +32,7 @@ from typing import Any
 
 from workbook.checks.verdict import exit_code_of
 from workbook.core.layout import now_iso, write_json
+from workbook.core.quoting import cut
 from workbook.core.status import FINISHED_VERDICTS, VERDICTS, RunStatus, Verdict
 
 PENDING = "pending"  # a batch's own word: an item no run has been started for (yet)
@@ -51,13 +54,22 @@ class Record:
     report: str | None = None
     runs: list[str] = field(default_factory=list)
     about: dict[str, Any] = field(default_factory=dict)  # a suite's line, a sweep's values
+    retries: list[dict[str, str]] = field(default_factory=list)
+    # why each retry that led to the current attempt was made (its reason says so)
+    _retried_for: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
 
     @property
     def finished(self) -> bool:
         """Kept when the batch runs again (a stopped item is run again)."""
         return self.status in FINISHED_VERDICTS
 
-    def started(self, run_dir: Path) -> None:
+    def started(self, run_dir: Path, retry_of: str | None = None) -> None:
+        """A new attempt; ``retry_of`` says why the one before is retried (None: a fresh start)."""
+        if retry_of is None:
+            self._retried_for = []
+        else:
+            self.retries.append({"run_dir": self.run_dir or "", "why": retry_of})
+            self._retried_for.append(retry_of)
         self.status, self.exit_code, self.reason = RUNNING, None, ""
         self.duration_s, self.report = None, None
         self.run_dir = str(run_dir)
@@ -68,7 +80,7 @@ class Record:
         """Its run ended with ``verdict`` (anything but a verdict word is a failed run)."""
         self.status = verdict if verdict in VERDICTS else Verdict.FAILED.value
         self.exit_code = exit_code_of(self.status)
-        self.reason = reason
+        self.reason = reason + self._retry_note()
         self.duration_s = None if duration_s is None else round(float(duration_s), 1)
         self.report = str(report) if report else None
 
@@ -76,10 +88,21 @@ class Record:
         """It could not run, or the workbook failed while it ran: a failed item, never a pass."""
         self.ended(Verdict.FAILED.value, reason, self.duration_s, self.report)
 
+    def _retry_note(self) -> str:
+        """`` (run again after: <the diagnosis it was retried for>)`` for an attempt that is one."""
+        if not self._retried_for:
+            return ""
+        times = "" if len(self._retried_for) == 1 else f" {len(self._retried_for)} times"
+        return f" (run again{times} after: {cut(self._retried_for[-1], 300)})"
+
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, **self.about, "scenario": self.scenario, "status": self.status,
-                "exit_code": self.exit_code, "reason": self.reason, "duration_s": self.duration_s,
-                "run_dir": self.run_dir, "report": self.report, "runs": list(self.runs)}
+        found = {"key": self.key, **self.about, "scenario": self.scenario, "status": self.status,
+                 "exit_code": self.exit_code, "reason": self.reason,
+                 "duration_s": self.duration_s, "run_dir": self.run_dir, "report": self.report,
+                 "runs": list(self.runs)}
+        if self.retries:
+            found["retries"] = [dict(r) for r in self.retries]
+        return found
 
 
 def resumed(data: Any, key: str, scenario: str, about: dict[str, Any]) -> Record:
@@ -95,6 +118,9 @@ def resumed(data: Any, key: str, scenario: str, about: dict[str, Any]) -> Record
                    else [str(run_dir)] if run_dir else [])
     record.run_dir = str(run_dir) if run_dir else None
     record.scenario = str(data.get("scenario") or scenario)
+    retries = data.get("retries")
+    record.retries = [{str(k): str(v) for k, v in r.items()} for r in
+                      (retries if isinstance(retries, list) else []) if isinstance(r, dict)]
     if status in VERDICTS:  # finished, or stopped (then it runs again); codes from the verdict
         record.status, record.exit_code = status, exit_code_of(status)
         record.reason = str(data.get("reason") or "")

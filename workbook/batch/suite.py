@@ -8,6 +8,15 @@ optional per-line overrides, as NeMo-RL keeps its nightly lists::
     ppo-tiny-2n1cpu-fsdp2-vllm-ray.yaml -s total_training_steps=2
 
 Scenario paths are relative to the suite file's folder, else to the project's ``params/``.
+A line ``NAME: VALUE`` is an option of the whole suite; the one there is::
+
+    retry: {on: infrastructure, max: 1}
+
+runs an entry again (at most ``max`` times) whose run failed on the infrastructure (a device,
+disk, Ray node or link broke; its diagnosis says ``infrastructure``), never one that failed any
+other way. Both attempts stay in the suite directory, and the entry's record says why it ran
+again (:class:`~workbook.batch.engine.Retry`).
+
 This module reads the file; :mod:`workbook.batch.engine` runs it: every entry validated before
 any launches, then each in order into one suite directory (``<runs>/suites/<suite>/<UTC
 date>/``, recorded in its ``suite.json``, which keeps the entries other ``--only`` invocations
@@ -21,19 +30,27 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
-from workbook.batch.engine import Batch, Engine, Execute, Item, validate_items
+from workbook.batch.engine import Batch, Engine, Execute, Item, Retry, validate_items
 from workbook.batch.records import Ledger, Record
 from workbook.core.layout import SUITE_FILE, SUITES_DIR
 from workbook.core.quoting import cut, short
 from workbook.core.redaction import redact_text
+from workbook.core.serialization import load_yaml_text
 from workbook.core.textfile import read_text
 from workbook.errors import InputError, ParamsError
+
+# ``retry: {...}``: a line that starts with a lowercase name and a colon (a scenario file name
+# never does: it has no space after a colon, nor a colon at its end)
+OPTION_RE = re.compile(r"^(?P<name>[a-z_]+):(?:\s+(?P<value>.*))?$")
+OPTIONS = ("retry",)
 
 
 @dataclass
@@ -72,25 +89,39 @@ class SuiteResult:
 
 def read_suite(path: Path) -> list[Entry]:
     """The entries of a suite file; ParamsError naming every line that cannot be read."""
-    entries, problems = _read_entries(Path(path))
+    entries, _, problems = _read_entries(Path(path))
     if problems:
         raise ParamsError(problems, "suite")
     return entries
 
 
-def _read_entries(path: Path) -> tuple[list[Entry], list[tuple[str, str]]]:
-    """The entries that can be read, and a ``(file:line, message)`` for each line that cannot."""
+def _read_entries(path: Path) -> tuple[list[Entry], Retry | None, list[tuple[str, str]]]:
+    """The entries that can be read, the retry option, and a ``(file:line, message)`` for each
+    line that cannot be read."""
     if not path.exists():
         raise InputError(f"no such suite file: {path}")
     text = read_text(path, what="suite file")
     roots = _roots(path)
     entries: list[Entry] = []
     problems: list[tuple[str, str]] = []
+    retry: Retry | None = None
+    given: dict[str, int] = {}  # option -> the line that gave it
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
         if not line:
             continue
         where = f"{path}:{number}"
+        option = OPTION_RE.match(line)
+        if option:
+            name = option.group("name")
+            if name in given:
+                problems.append((where, f"{name}: given twice (first on line {given[name]})"))
+                continue
+            given[name] = number
+            found, said = _option(name, option.group("value") or "", where)
+            retry = found if found is not None else retry
+            problems += [(where, f"{name}: {message}") for message in said]
+            continue
         try:
             words = shlex.split(line)
         except ValueError as exc:
@@ -111,7 +142,18 @@ def _read_entries(path: Path) -> tuple[list[Entry], list[tuple[str, str]]]:
             entries.append(Entry(len(entries) + 1, line, scenario, sets))
     if not entries and not problems:
         problems.append((str(path), "the suite lists no scenario"))
-    return entries, problems
+    return entries, retry, problems
+
+
+def _option(name: str, value: str, where: str) -> tuple[Retry | None, list[str]]:
+    """A suite option's value (``retry`` is the one there is), and what is wrong with it."""
+    if name not in OPTIONS:
+        return None, [f"not a suite option (the options: {', '.join(OPTIONS)})"]
+    try:
+        parsed = load_yaml_text(value, where)
+    except InputError as exc:
+        return None, [exc.message.removeprefix(f"{where}: ")]
+    return Retry.parse(parsed)
 
 
 def _roots(suite: Path) -> tuple[Path, ...]:
@@ -148,15 +190,19 @@ def _entry_file(word: str, folder: Path, roots: tuple[Path, ...]) -> tuple[Path 
 
 def validate_suite(path: Path, only: str | None = None) -> list[Entry]:
     """The suite's entries (those matching ``only``), every one valid; else one ParamsError
-    listing every problem of every line and entry at once."""
-    entries, problems = _read_entries(Path(path))
+    listing every problem of every line, option and entry at once."""
+    return _validated(path, only)[0]
+
+
+def _validated(path: Path, only: str | None) -> tuple[list[Entry], Retry | None]:
+    entries, retry, problems = _read_entries(Path(path))
     if only:
         entries = [e for e in entries if fnmatch.fnmatch(e.params.stem, only)
                    or fnmatch.fnmatch(e.key, only)]
         if not entries and not problems:
             raise InputError(f"--only {only!r} matches no entry of {path}")
     validate_items([e.item() for e in entries], source="suite", problems=problems)
-    return entries
+    return entries, retry
 
 
 def suite_dir(name: str, runs_root: Path, when: datetime | None = None) -> Path:
@@ -174,15 +220,22 @@ def run_suite(path: Path, *, runs_root: Path, directory: Path | None = None,
     ``on_start(directory)`` is called once the suite directory exists (before any launch).
     """
     name = Path(path).stem
-    items = [e.item(timeout_s) for e in validate_suite(path, only)]
+    entries, retry = _validated(path, only)
+    items = [e.item(timeout_s) for e in entries]
     directory = Path(directory or suite_dir(name, runs_root)).resolve()
     directory.mkdir(parents=True, exist_ok=True)
-    header = {"suite": name, "file": str(Path(path).resolve())}
+    header: dict[str, Any] = {"suite": name, "file": str(Path(path).resolve())}
+    if retry is not None:
+        header["retry"] = retry.to_json()
     batch = Batch("suite", directory, items, Ledger(directory / SUITE_FILE, "entries",
                                                     keep_others=True), lambda: header)
     batch.save()
     if on_start is not None:
         on_start(directory)
-    with Engine(batch, runs_root=runs_root, echo=echo, execute=execute) as engine:
+    with Engine(batch, runs_root=runs_root, echo=echo, execute=execute, retry=retry) as engine:
         engine.run(items, rerun=rerun)
+    final = {r.key: r.status for r in batch.records}
+    for key, times in engine.retried.items():
+        print(f"suite: {key} ran again {times} time(s) after an infrastructure failure; "
+              f"its last attempt {final[key]}", flush=True)
     return SuiteResult(name, directory, batch.records, batch.exit_code, engine.interrupted)

@@ -7,7 +7,8 @@ A baseline is JSON (or YAML) under ``params/baselines/<scenario>.<hardware>.json
      "hardware_key": {"profile": "cpu", "device": "AMD EPYC", "count": 2},
      "settings": {"clip_ratio_high": 0.0004, "lr": 0.0001, ...},   # workbook.params.settings
      "provenance": {"created": ..., "source": "bless", "run_ids": [...], "workbook_version": ...,
-                    "verl_version": ..., "verl_commit": ..., "packages": {...}, "runs": [...]},
+                    "verl_version": ..., "verl_commit": ..., "image": ..., "cann_version": ...,
+                    "packages": {...}, "runs": [{"run_id", "started", ...}]},
      "metrics": {"timing_s/step": {
          "value": 12.1, "reduce": "mean", "window": [2, 5],      # mean of the runs' reduced values
          "sigma": 0.56, "n": 3,                                   # their standard deviation
@@ -27,8 +28,9 @@ hand. verl's Ascend baselines (``key:value`` text lines read by its ``check_npu.
 directly too, their old key ``perf/max_memory_allocated_gb`` renamed as that script does.
 
 What a file must be to be used (no merge-conflict markers, every line read, finite numbers in
-the metric's range, no unknown keys) is :mod:`workbook.checks.baseline_rules`; the same rules
-apply to reading, importing and writing, so nothing is written that could not be read back.
+the metric's range, no unknown keys, its provenance when it names the format) is
+:mod:`workbook.checks.baseline_rules`; the same rules apply to reading, importing and writing, so
+nothing is written that could not be read back.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from workbook.checks.baseline_rules import (
     conflict_lines,
     document_problems,
     parse_ascend_lines,
+    provenance_problems,
     refuse,
     short,
     value_problems,
@@ -137,7 +140,10 @@ class Baseline:
         return None if entry is None else entry.value
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": FORMAT, "scenario": self.scenario, "hardware": self.hardware,
+        """The file's document; it names the format only with a provenance to go with it (a
+        file naming it must say where its numbers came from, see ``baseline_rules``)."""
+        return {**({"format": FORMAT} if self.provenance else {}),
+                "scenario": self.scenario, "hardware": self.hardware,
                 "hardware_key": self.hardware_key, "settings": self.settings,
                 "provenance": self.provenance,
                 **({"conditions": self.conditions} if self.conditions else {}),
@@ -154,7 +160,7 @@ class Baseline:
         # to_dict writes a non-finite value as null (not logged); a reference value must be real
         problems = [p for name, entry in sorted(self.metrics.items()) if entry.value is not None
                     for p in value_problems(name, entry.value, f"metrics.{name}.value")]
-        problems += document_problems(data)
+        problems += document_problems(data) + provenance_problems(data)
         if problems:
             raise refuse(f"refusing to write baseline {path}", problems)
         if path.suffix in (".yaml", ".yml"):
@@ -197,7 +203,8 @@ def read_baseline_text(path: Path | str) -> str:
 
 def load_baseline(path: Path | str) -> Baseline:
     """Read a baseline (JSON, YAML, or verl's Ascend ``key:value`` text); BaselineError, naming
-    the line or field, when it is missing, unreadable or cannot be right."""
+    the line or field, when it is missing, unreadable or cannot be right (a file naming the
+    workbook's format without its provenance included)."""
     path = Path(path).expanduser()
     text = read_baseline_text(path)
     if path.suffix == ".txt":
@@ -218,7 +225,7 @@ def load_baseline(path: Path | str) -> Baseline:
         raise BaselineError(f"baseline {path}: {exc.message}") from None
     except InputError as exc:
         raise BaselineError(exc.message) from None
-    baseline = baseline_from_dict(data, f"baseline {path}")
+    baseline = baseline_from_dict(data, f"baseline {path}", from_file=True)
     baseline.path = path
     return baseline
 
@@ -233,9 +240,14 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def baseline_from_dict(data: Any, where: str = "baseline") -> Baseline:
-    """A :class:`Baseline` from its JSON/YAML document; BaselineError listing every problem."""
-    problems = document_problems(data)
+def baseline_from_dict(data: Any, where: str = "baseline", *, from_file: bool = False) -> Baseline:
+    """A :class:`Baseline` from its JSON/YAML document; BaselineError listing every problem.
+
+    ``from_file``: the document is a file's, which judges runs: naming a workbook format, it
+    must also say where its numbers came from (``baseline_rules.provenance_problems``); a
+    document built in code need not.
+    """
+    problems = document_problems(data) + (provenance_problems(data) if from_file else [])
     if problems:
         raise refuse(where, problems)
     metrics = {str(k): BaselineMetric.from_dict(v, f"{where}: metrics.{k}")

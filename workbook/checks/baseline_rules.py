@@ -4,7 +4,8 @@ A baseline decides what every later run is judged against, so a file that cannot
 refused rather than guessed at: an unresolved merge (git's conflict markers, where the last side
 would silently win), a text line that is not ``key:value`` (dropping it drops a check), a NaN or
 an infinity (``FAIL <= nan``), time, throughput or memory below zero, a fraction outside [0, 1],
-a key the format does not have (a misspelt ``sigma`` would widen nothing and say nothing).
+a key the format does not have (a misspelt ``sigma`` would widen nothing and say nothing), a
+file naming the workbook's format without saying where its numbers came from (its provenance).
 
 The same rules run when a baseline is read, imported and written, so ``bless`` and ``baseline
 import`` never write a file that loading it would refuse. Every problem is listed at once; a
@@ -44,6 +45,22 @@ METRIC_KEYS = ("value", "reduce", "window", "sigma", "n", "series", "series_sigm
 LEGACY_METRIC_KEYS = ("band", "spread")
 BAND_KEYS = ("min", "max", "std")
 SPREAD_KEYS = ("min", "max", "mean", "std", "n")
+
+# What a file naming its ``format`` says of where its numbers came from, by who wrote it: the keys
+# it must have (a null value says the fact was not known, a missing key that it was never
+# looked for) and every key it may have.
+BLESSED, IMPORTED = "bless", "verl-ascend-text"
+BLESS_REQUIRED = ("created", "workbook_version", "workbook_commit", "verl_version", "verl_commit",
+                  "hardware", "packages", "runs")
+BLESS_KEYS = ("source", *BLESS_REQUIRED, "image", "cann_version", "hardware_detail", "host", "os",
+              "python", "run_ids", "package_versions_differ", "window", "k_sigma",
+              "skipped_metrics")
+BLESS_RUN_REQUIRED = ("run_id", "started")
+BLESS_RUN_KEYS = (*BLESS_RUN_REQUIRED, "path", "status", "ended", "host", "image", "versions",
+                  "commits")
+IMPORT_REQUIRED = ("created", "sha256")
+IMPORT_KEYS = ("source", *IMPORT_REQUIRED, "imported_from", "origin", "note")
+PROVENANCE_RULES = {BLESSED: (BLESS_REQUIRED, BLESS_KEYS), IMPORTED: (IMPORT_REQUIRED, IMPORT_KEYS)}
 
 # git writes its markers at the start of a line: <<<<<<< ours, ||||||| base, =======, >>>>>>> theirs
 _CONFLICT = re.compile(r"(?:<{7}|\|{7}|>{7})(?:[ \t].*)?|={7}[ \t]*")
@@ -201,6 +218,67 @@ def document_problems(data: Any) -> list[str]:
             problems.append(f"stopped reading at metric {label(name)}, after {MAX_COLLECTED} "
                             "problems")
             break
+    return problems
+
+
+def provenance_problems(data: Any) -> list[str]:
+    """Where a baseline file's numbers came from, when it names a workbook ``format``.
+
+    Only ``bless`` and ``baseline import`` write that name, and both record where the numbers
+    came from: a file naming it without that record was edited by hand or cut short. A document
+    without ``format`` (hand-made, in tests) and verl's ``.txt`` files are not asked for one:
+    they load, and a report marks them as having no provenance.
+    """
+    if not isinstance(data, Mapping) or "format" not in data:
+        return []
+    record = data.get("provenance")
+    if not record:
+        return ["provenance: missing; a file naming a verl-workbook format is written by "
+                "`workbook bless` or `workbook baseline import`, which record where its numbers "
+                "came from"]
+    if not isinstance(record, Mapping):
+        return []  # named by document_problems
+    source = record.get("source")
+    rules = PROVENANCE_RULES.get(source) if isinstance(source, str) else None
+    if rules is None:
+        what = "missing" if source is None else f"unknown source {short(source)}"
+        return [f"provenance.source: {what}; expected {' or '.join(PROVENANCE_RULES)}"]
+    required, known = rules
+    problems = unknown_keys(record, known, "provenance")
+    problems += [f"provenance.{key}: missing; {source} records it (null when not known)"
+                 for key in required if key not in record]
+    if record.get("created") is not None and not isinstance(record["created"], str):
+        problems.append(f"provenance.created: expected a date, got {short(record['created'])}")
+    if source == BLESSED:
+        problems += _packages(record.get("packages"), "provenance.packages")
+        problems += _source_runs(record.get("runs"))
+    return problems
+
+
+def _packages(value: Any, field: str) -> list[str]:
+    if value is None or isinstance(value, Mapping) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return []
+    return [f"{field}: expected a mapping of package name -> version"]
+
+
+def _source_runs(runs: Any) -> list[str]:
+    """The blessed runs: one entry each, with its id and when it started."""
+    if runs is None:
+        return []  # named as missing
+    if not isinstance(runs, list) or not runs:
+        return ["provenance.runs: expected the list of blessed runs, got "
+                f"{short(runs)}"]
+    problems: list[str] = []
+    for i, run in enumerate(runs[:MAX_SHOWN]):
+        where = f"provenance.runs.{i}"
+        if not isinstance(run, Mapping):
+            problems.append(f"{where}: expected a mapping, got {type(run).__name__}")
+            continue
+        problems += unknown_keys(run, BLESS_RUN_KEYS, where)
+        problems += [f"{where}.{key}: missing" for key in BLESS_RUN_REQUIRED if key not in run]
+        if "run_id" in run and not isinstance(run["run_id"], str):
+            problems.append(f"{where}.run_id: expected a run id, got {short(run['run_id'])}")
     return problems
 
 

@@ -30,15 +30,16 @@ from typing import Any
 
 from workbook.checks.bands import K_SIGMA, MIN_RUNS_FOR_SIGMA
 from workbook.checks.baseline import Baseline, BaselineMetric, now_iso
-from workbook.checks.conditions import blessed_conditions
+from workbook.checks.conditions import blessed_conditions, unlike_conditions
 from workbook.checks.evidence import Evidence, gather, params_dir_for
 from workbook.checks.health import health_rows
 from workbook.checks.reductions import WINDOWED, ReductionError, reduce_series, window_text
 from workbook.checks.spec import CheckSpec, MetricPolicy, parse_checks
+from workbook.core.layout import RUN_FILES
 from workbook.errors import BaselineError, ParamsError
 from workbook.metrics.model import RunMetrics
 from workbook.params.settings import differences
-from workbook.provenance import describe
+from workbook.provenance import describe, image_of
 
 MIN_RUNS = MIN_RUNS_FOR_SIGMA
 
@@ -61,6 +62,9 @@ def bless(run_dirs: list[Path], out: Path | None = None, *, spec: CheckSpec | No
     runs = [_good_run(d) for d in dirs]
     _require_distinct_runs(dirs, runs)
     _require_alike(dirs, runs)
+    unlike = unlike_conditions([r.run.get("conditions") for r in runs], [d.name for d in dirs])
+    if unlike:
+        raise BaselineError(f"cannot bless these runs together: {unlike}")
     resolved = runs[0].scenario
     if spec is None:
         spec = _spec_from(resolved)
@@ -205,7 +209,10 @@ def _spread(values: list[float]) -> float:
 
 def _provenance(dirs: list[Path], runs: list[dict[str, Any]], spec: CheckSpec,
                 hardware: str, skipped: dict[str, str]) -> dict[str, Any]:
-    """Where the numbers came from, read from each run's run.json (see workbook.provenance)."""
+    """Where the numbers came from, read from each run's run.json (see workbook.provenance):
+    the workbook and verl (version and commit), the image, CANN and every package version,
+    the machine, and each source run with its dates. Keys are written even when a run did not
+    know the fact (null): a baseline without them is refused (``baseline_rules``)."""
     versions = [r.get("versions") or {} for r in runs]
     first, facts = versions[0], runs[0]
     commits = facts.get("commits") or {}
@@ -215,17 +222,31 @@ def _provenance(dirs: list[Path], runs: list[dict[str, Any]], spec: CheckSpec,
         "workbook_version": first.get("verl-workbook") or _workbook_version(),
         "workbook_commit": commits.get("workbook"),
         "verl_version": first.get("verl"),
-        "verl_commit": commits.get("verl") or first.get("verl_commit"),
+        "verl_commit": commits.get("verl") or (facts.get("verl_checkout") or {}).get("commit"),
+        "image": _run_image(dirs[0], facts),
+        "cann_version": facts.get("cann_version"),
         "hardware": hardware, "hardware_detail": describe(facts) if facts else None,
         "host": facts.get("host"), "os": facts.get("os"), "python": facts.get("python"),
         "run_ids": [d.name for d in dirs], "packages": first,
         "package_versions_differ": differ,
         "window": list(spec.window), "k_sigma": K_SIGMA, "skipped_metrics": skipped,
         "runs": [{"run_id": d.name, "path": str(d), "status": r.get("status"),
-                  "started": r.get("started"), "ended": r.get("ended"), "host": r.get("host"),
+                  "started": r.get("started_at"), "ended": r.get("ended_at"),
+                  "host": r.get("host"), "image": _run_image(d, r),
                   "versions": r.get("versions"), "commits": r.get("commits")}
                  for d, r in zip(dirs, runs, strict=True)],
     }
+
+
+def _run_image(path: Path, run: dict[str, Any]) -> dict[str, Any] | None:
+    """The image a run ran in (``provenance.image_of``), its command's environment consulted."""
+    file = path / RUN_FILES["command_json"]
+    try:
+        command = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
+    except (OSError, ValueError):
+        command = {}
+    env = command.get("env") if isinstance(command, dict) else None
+    return image_of(run, env if isinstance(env, dict) else None)
 
 
 def _workbook_version() -> str | None:

@@ -4,8 +4,12 @@ Following verl's nightly comparator, a series is reduced (``last`` step, or ``me
 inclusive step window) and compared with the baseline's value; the band around it is made in
 :mod:`workbook.checks.bands`. Where the blessed runs agree step by step (or the scenario says
 ``compare_by: steps``), each step of the window is compared with its own band instead, and the
-row fails when any step leaves it (:func:`workbook.checks.bands.basis` decides which). Before
-comparing, a row says honestly when a comparison would mean nothing:
+row fails when any step leaves it (:func:`workbook.checks.bands.basis` decides which). A
+one-sided policy's row is ``improved`` when it holds by more than its band allows: the window
+statistic, or (no step failing) any step, lies beyond the band's worse edge mirrored about the
+reference; the row carries that edge (``improved_beyond``, per step in ``step_bands``) and its
+message says by how much. Before comparing, a row says honestly when a comparison would mean
+nothing:
 
 - ``not_measured``: the hardware does not measure the metric (device memory on CPU);
 - ``not_comparable``: the baseline's runs used other hardware (for time, throughput, memory),
@@ -27,7 +31,7 @@ from workbook.checks.conditions import timing_comparable
 from workbook.checks.domains import depends_on_hardware, meaningless_when_replayed, unmeasured
 from workbook.checks.evidence import Evidence
 from workbook.checks.reductions import WINDOWED, ReductionError, reduce_series, window_text
-from workbook.checks.rows import CheckRow, StepBand, error_row, steps_text
+from workbook.checks.rows import FAIL, IMPROVED, PASS, CheckRow, StepBand, error_row, steps_text
 from workbook.checks.spec import BY_STEPS, BY_WINDOW, CheckSpec, MetricPolicy
 from workbook.params.settings import differences
 from workbook.provenance import same_hardware
@@ -96,8 +100,9 @@ def baseline_row(evidence: Evidence, policy: MetricPolicy, baseline: Baseline | 
 
 def _per_step_row(name: str, policy: MetricPolicy, entry: BaselineMetric,
                   series: dict[int, float], info: _Where, note: str) -> CheckRow:
-    """Each step of the window against its own band; fails when any step leaves it, and its
-    message names the worst step (the one furthest outside, or nearest its edge)."""
+    """Each step of the window against its own band; fails when any step leaves it, is improved
+    when none does and one is beyond its good-side edge, and its message names the worst step
+    (the one furthest outside, or nearest its edge), or the most improved one."""
     metric, window = policy.metric, policy.window
     held = sorted(s for s in entry.series if window[0] <= s <= window[1])
     judged = [s for s in held if s in series]
@@ -115,23 +120,33 @@ def _per_step_row(name: str, policy: MetricPolicy, entry: BaselineMetric,
                 "policy no tolerance); bless again from 3 or more runs, or set atol, rtol or k"),
                 **info)
         bands[step] = band
-    checks = {s: StepBand(series[s], b.reference, b.lower, b.upper, b.sigma)
+    checks = {s: StepBand(series[s], b.reference, b.lower, b.upper, b.sigma, b.improved_beyond)
               for s, b in bands.items()}
     outside = [s for s in judged if not checks[s].holds]
-    worst = max(outside or judged, key=lambda s: _excess(bands[s], series[s]))
-    band, value = bands[worst], series[worst]
+    better = [] if outside else [s for s in judged if checks[s].improved]
+    if better:
+        shown = max(better, key=lambda s: _gain(bands[s], series[s]))
+        status, found = IMPROVED, (f"every step within its band, {len(better)} of {len(judged)} "
+                                   "improved beyond it; most improved: step")
+    elif outside:
+        shown = max(outside, key=lambda s: _excess(bands[s], series[s]))
+        status = FAIL
+        found = f"{len(outside)} of {len(judged)} steps outside their bands; worst step"
+    else:
+        shown = max(judged, key=lambda s: _excess(bands[s], series[s]))
+        status, found = PASS, "every step within its band; nearest its edge: step"
+    band, value = bands[shown], series[shown]
     how = f"each step of {window_text(window)}"
     if len(judged) < window[1] - window[0] + 1:
         how += f" ({len(judged)} steps)"
-    found = (f"{len(outside)} of {len(judged)} steps outside their bands; worst step"
-             if outside else "every step within its band; nearest its edge: step")
+    gained = _improvement(band, value) if better else ""
     return CheckRow(
-        name=name, kind="baseline", status="fail" if outside else "pass", value=value,
-        expected=f"each step within its own band (step {worst}: {band.text()})",
-        sigma=band.sigma, band=f"per step; at step {worst}: {band.how}", steps=judged,
+        name=name, kind="baseline", status=status, value=value,
+        expected=f"each step within its own band (step {shown}: {band.text()})",
+        sigma=band.sigma, band=f"per step; at step {shown}: {band.how}", steps=judged,
         baseline_series=dict(entry.series), compared_by=BY_STEPS, step_bands=checks,
-        message=(f"{how}: {found} {worst}: {value:.6g} vs baseline {band.reference:.6g}, band "
-                 f"{band.text()}{note}"), **info)
+        message=(f"{how}: {found} {shown}: {value:.6g} vs baseline {band.reference:.6g}, band "
+                 f"{band.text()}{note}{gained}"), **info)
 
 
 def _excess(band: Band, value: float) -> float:
@@ -147,6 +162,27 @@ def _excess(band: Band, value: float) -> float:
     return math.inf if delta > 0 else delta
 
 
+def _gain(band: Band, value: float) -> float:
+    """How far ``value`` lies beyond the band's good-side edge, in half-widths (> 0: improved)."""
+    edge = band.improved_beyond
+    if edge is None or math.isnan(value):
+        return -math.inf
+    beyond = edge - value if band.upper is not None else value - edge
+    if band.half_width > 0:
+        return beyond / band.half_width
+    return math.inf if beyond > 0 else beyond
+
+
+def _improvement(band: Band, value: float) -> str:
+    """``; improved by 1.5 beyond 9.5 (the band's edge 10.5 mirrored about the baseline)``."""
+    edge = band.improved_beyond
+    worse = band.upper if band.upper is not None else band.lower
+    if edge is None or worse is None:
+        return ""
+    return (f"; improved by {abs(value - edge):.6g} beyond {edge:.6g} (the band's edge "
+            f"{worse:.6g} mirrored about the baseline)")
+
+
 def _compared_row(name: str, policy: MetricPolicy, entry: BaselineMetric, band: Band,
                   value: float, steps: list[int], note: str) -> CheckRow:
     windowed = policy.reduce in WINDOWED
@@ -156,13 +192,18 @@ def _compared_row(name: str, policy: MetricPolicy, entry: BaselineMetric, band: 
         how += f" ({len(steps)} steps)"
     delta = value - band.reference
     pct = f" ({delta / abs(band.reference) * 100:+.2f}%)" if band.reference else ""
+    improved = band.holds(value) and band.improves(value)
+    status = IMPROVED if improved else PASS if band.holds(value) else FAIL
+    gained = _improvement(band, value) if improved else ""
     return CheckRow(
-        name=name, kind="baseline", status="pass" if band.holds(value) else "fail", value=value,
+        name=name, kind="baseline", status=status, value=value,
         expected=band.text(), baseline=band.reference, lower=band.lower, upper=band.upper,
         sigma=band.sigma, band=band.how, steps=steps, metric=policy.metric,
         reduce=policy.reduce, window=policy.window if windowed else None,
         baseline_series=dict(entry.series), compared_by=BY_WINDOW,
-        message=f"{how}: {value:.6g}, {delta:+.6g}{pct} vs baseline {band.reference:.6g}{note}")
+        improved_beyond=band.improved_beyond,
+        message=(f"{how}: {value:.6g}, {delta:+.6g}{pct} vs baseline {band.reference:.6g}"
+                 f"{note}{gained}"))
 
 
 def _neutral(evidence: Evidence, policy: MetricPolicy, baseline: Baseline | None,

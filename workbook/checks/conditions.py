@@ -30,11 +30,14 @@ from typing import Any
 from workbook.core.quoting import cut, short
 
 # CPU other processes may use beyond the most the blessed runs saw, in cores, before a timing is
-# not comparable: on the project's 2-core machine an eighth of it. Set from measured runs by
-# benchmarks/timing_noise.py (the spread of unchanged runs idle and beside a competitor); a
-# first value until those figures are in.
+# not comparable. benchmarks/timing_noise.py on the project's 2-core VM (2026-12-01, 3 runs per
+# group): idle runs saw 0.03-0.08 cores of others (0.18 with an editor and a shell at work), runs
+# beside one busy loop 0.82-0.87, and those were up to 36 % slower on update_actor, beyond the idle
+# band. Normalizing by the calibration time or the run's CPU share did not narrow the spread, so
+# the comparison is gated on this instead.
 BUSY_MARGIN_CORES = 0.25
-# How much slower than at blessing the calibration workload may run (a slower or throttled CPU).
+# How much slower than at blessing the calibration workload may run (a slower or throttled CPU);
+# its run-to-run spread on that VM was about 1 % (0.0239-0.0248 s over 9 runs, idle or loaded).
 CALIBRATION_MARGIN = 1.25
 
 # What a baseline records of its runs' conditions (see blessed_conditions), and which are counts.
@@ -63,6 +66,34 @@ def blessed_conditions(runs_conditions: Sequence[Mapping[str, Any] | None]) -> d
         "n": len(recorded),
     }
     return {k: v for k, v in out.items() if v is not None}
+
+
+def unlike_conditions(runs_conditions: Sequence[Mapping[str, Any] | None],
+                      names: Sequence[str]) -> str | None:
+    """Why runs cannot be blessed together: their machines were unlike, else None.
+
+    A baseline's timings come from its runs; one run measured beside other work widens the band
+    and, as the baseline's busiest run, lets the busy check admit machines as busy as it was. So
+    the runs' CPU of others may spread by at most ``BUSY_MARGIN_CORES``, and their calibration
+    times by at most ``CALIBRATION_MARGIN`` (``names[i]`` names run ``i`` in the message). Runs
+    that recorded no conditions are left out.
+    """
+    others = [(v, n) for c, n in zip(runs_conditions, names, strict=True)
+              if (v := _number(c, "others_cores")) is not None]
+    if len(others) >= 2:
+        (low, quiet), (high, busy) = min(others), max(others)
+        if high - low > BUSY_MARGIN_CORES:
+            return (f"the machine was busier during {busy} (other processes used {high:.2f} "
+                    f"cores) than during {quiet} ({low:.2f}): bless runs measured alike, on an "
+                    "idle machine")
+    calibrations = [(v, n) for c, n in zip(runs_conditions, names, strict=True)
+                    if (v := _number(c, "calibration_s")) is not None and v > 0]
+    if len(calibrations) >= 2:
+        (fast, quick), (slow, sluggish) = min(calibrations), max(calibrations)
+        if slow > fast * CALIBRATION_MARGIN:
+            return (f"the CPU was {slow / fast:.2f}x slower during {sluggish} than during {quick} "
+                    "(the calibration workload): bless runs from one kind of machine")
+    return None
 
 
 def timing_comparable(run: Mapping[str, Any] | None,

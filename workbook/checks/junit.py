@@ -3,8 +3,10 @@
 A verdict becomes one ``<testsuite>``: a test case for the run itself (an error when the run
 failed or was stopped, with the diagnosis; a failure when it regressed) and one per check row
 (``fail`` a failure, ``error`` an error, ``not_measured``/``not_comparable`` skipped with the
-reason). A suite of scenarios writes one file holding a suite per scenario. CI uploads the file,
-so every message, property and output in it is redacted, element by element, on the way out.
+reason, ``improved`` a pass whose ``system-out`` says by how much; an improved run's case passes
+and the suite's ``verdict`` property says ``improved``). A suite of scenarios writes one file
+holding a suite per scenario. CI uploads the file, so every message, property and output in it
+is redacted, element by element, on the way out.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
+from workbook.checks.rows import ERROR, FAIL, IMPROVED
 from workbook.checks.verdict import Verdict
 from workbook.core.layout import write_redacted
 from workbook.core.status import Verdict as Word
@@ -31,10 +34,12 @@ def verdict_suite(verdict: Verdict, name: str, *, time_s: float | None = None,
     for row in verdict.rows:
         case = TestCase(row.name, classname=f"{name}.{row.kind}")
         detail = f"value: {row.value}\nexpected: {row.expected}\n{row.message}".strip()
-        if row.status == "fail":
+        if row.status == FAIL:
             case.result = [_text(Failure(row.message or "check failed", row.kind), detail)]
-        elif row.status == "error":
+        elif row.status == ERROR:
             case.result = [_text(Error(row.message or "could not be computed", row.kind), detail)]
+        elif row.status == IMPROVED:  # a pass: CI stays green, the log says the baseline is stale
+            case.system_out = f"{IMPROVED}: {detail}"
         elif not row.judged:
             case.result = [Skipped(row.message or row.status.replace("_", " "))]
         suite.add_testcase(case)

@@ -9,6 +9,9 @@
 - ``regressed`` (exit 1): a check failed, or could not be computed (an ``error`` row: a missing
   metric, a window the run does not cover); never a silent pass. A NaN loss is a failed check
   with a ``diverged`` diagnosis;
+- ``improved`` (exit 0): nothing failed, and at least one one-sided comparison (time,
+  throughput, memory) is beyond its band on the good side (an ``improved`` row): the run is
+  fine and the baseline is stale, so the reason proposes a refresh (:func:`refresh_hint`);
 - ``passed`` (exit 0): every judged row passed. Rows that are ``not_measured`` or
   ``not_comparable`` are shown and counted apart, never as passes.
 
@@ -20,6 +23,7 @@ finished verdict and never feeds back into it.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,23 +34,30 @@ from workbook.checks.comparison import policy_rows
 from workbook.checks.evidence import Evidence
 from workbook.checks.expression import EvaluationError, Expression
 from workbook.checks.health import divergence, health_rows, required_step
-from workbook.checks.rows import CheckRow, error_row
+from workbook.checks.rows import BAD, ERROR, FAIL, IMPROVED, PASS, CheckRow, error_row
 from workbook.checks.spec import CheckSpec
 from workbook.core.layout import write_json
 from workbook.core.status import FINISHED_VERDICTS, RunStatus
 from workbook.core.status import Verdict as Word
 from workbook.errors import EXIT_PASSED, EXIT_REGRESSED, EXIT_RUN_FAILED
 
-VERDICTS = {Word.PASSED.value: EXIT_PASSED, Word.REGRESSED.value: EXIT_REGRESSED,
-            Word.FAILED.value: EXIT_RUN_FAILED, Word.STOPPED.value: EXIT_RUN_FAILED}
+VERDICTS = {Word.PASSED.value: EXIT_PASSED, Word.IMPROVED.value: EXIT_PASSED,
+            Word.REGRESSED.value: EXIT_REGRESSED, Word.FAILED.value: EXIT_RUN_FAILED,
+            Word.STOPPED.value: EXIT_RUN_FAILED}
 # Verdicts a suite or sweep keeps when it resumes; a stopped run is run again.
 FINISHED = FINISHED_VERDICTS
-COUNTED = ("pass", "fail", "error", "not_measured", "not_comparable")
+COUNTED = (PASS, IMPROVED, FAIL, ERROR, "not_measured", "not_comparable")
 
 
 def exit_code_of(status: str | None) -> int:
     """The exit code of a verdict status; anything else (no verdict, unknown) is a failed run."""
     return VERDICTS.get(status or "", EXIT_RUN_FAILED)
+
+
+def refresh_hint(scenario: str | None) -> str:
+    """The command that proposes a fresh baseline for ``scenario``: the one place its text is
+    written, so every reason, page and log that suggests a refresh says the same."""
+    return f"workbook baseline propose {shlex.quote(scenario) if scenario else '<scenario>'}"
 
 
 @dataclass
@@ -100,7 +111,7 @@ def judge(evidence: Evidence, spec: CheckSpec, *, baseline: Baseline | None) -> 
         rows += [expression_row(e, evidence, baseline) for e in spec.expressions]
     required, _ = required_step(evidence, spec.min_steps, window_end)
     diagnosis = divergence(rows, metrics.last_step) or evidence.diagnosis
-    status, reason = _outcome(rows, evidence.diagnosis)
+    status, reason = _outcome(rows, evidence.diagnosis, _scenario_name(evidence, baseline))
     verdict = Verdict(status, reason, rows=rows, last_step=metrics.last_step,
                       required_step=required, run_status=evidence.run.get("status"),
                       diagnosis=diagnosis)
@@ -126,7 +137,8 @@ def expression_row(expression: Expression, evidence: Evidence,
                     source=source)
 
 
-def _outcome(rows: list[CheckRow], diagnosis: dict[str, Any]) -> tuple[str, str]:
+def _outcome(rows: list[CheckRow], diagnosis: dict[str, Any],
+             scenario: str | None = None) -> tuple[str, str]:
     run_failures = [r for r in rows if r.kind == "run" and r.status != "pass"]
     if diagnosis.get("status") == RunStatus.STOPPED:
         return Word.STOPPED.value, "; ".join(r.message for r in run_failures) or "stopped by the user"
@@ -137,7 +149,7 @@ def _outcome(rows: list[CheckRow], diagnosis: dict[str, Any]) -> tuple[str, str]
                 messages.append(message)
         return Word.FAILED.value, "; ".join(messages)
     judged = [r for r in rows if r.judged]
-    bad = [r for r in judged if r.status != "pass"]
+    bad = [r for r in judged if r.status in BAD]
     aside = _aside(rows)
     if bad:
         failed, errors = sum(r.status == "fail" for r in bad), sum(r.status == "error" for r in bad)
@@ -145,7 +157,29 @@ def _outcome(rows: list[CheckRow], diagnosis: dict[str, Any]) -> tuple[str, str]
                                           f"{errors} could not be computed" if errors else "") if p)
         return Word.REGRESSED.value, f"{counts} of {len(judged)} checks; first: {bad[0].name}: " \
                             f"{bad[0].message}{aside}"
+    better = [r for r in judged if r.status == IMPROVED]
+    if better:
+        return Word.IMPROVED.value, _improved_reason(better, len(judged), scenario) + aside
     return Word.PASSED.value, f"all {len(judged)} checks passed{aside}"
+
+
+def _improved_reason(better: list[CheckRow], judged: int, scenario: str | None) -> str:
+    """``2 metrics improved beyond their bands: propose a baseline refresh: <command>; ...``."""
+    many = len(better) != 1
+    what = (f"{len(better)} metrics improved beyond their bands" if many else
+            "1 metric improved beyond its band")
+    names = ", ".join(r.metric or r.name for r in better)
+    return (f"{what}: propose a baseline refresh: {refresh_hint(scenario)}; improved: {names}; "
+            f"all {judged} checks passed or improved")
+
+
+def _scenario_name(evidence: Evidence, baseline: Baseline | None) -> str | None:
+    """The scenario a refresh would be proposed for: the run's, else its baseline's."""
+    for name in (evidence.run.get("scenario"), evidence.scenario.get("name"),
+                 baseline.scenario if baseline is not None else None):
+        if name:
+            return str(name)
+    return None
 
 
 def _aside(checks: list[CheckRow]) -> str:

@@ -14,8 +14,9 @@ and then ``run.life.close`` judges it (checks.json, ``verdict`` in run.json), re
 report.html and updates the index; the closing steps done are listed under ``closed`` in
 run.json, with the inputs each one read, so a step whose output is fresh is not done again.
 
-A verdict is one of ``passed`` (exit 0), ``regressed`` (1), ``failed`` or ``stopped`` (3); a
-page shows ``running`` or ``unjudged`` for a run with none yet.
+A verdict is one of ``passed`` (exit 0), ``improved`` (0: a check is beyond its band on the good
+side, so the baseline is stale), ``regressed`` (1), ``failed`` or ``stopped`` (3); a page shows
+``running`` or ``unjudged`` for a run with none yet.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class Verdict(StatusWord):
     """The one word a run is judged by (checks.json's and run.json's ``verdict.status``)."""
 
     PASSED = "passed"
+    IMPROVED = "improved"
     REGRESSED = "regressed"
     FAILED = "failed"
     STOPPED = "stopped"
@@ -78,7 +80,8 @@ FAILED_STATUSES = (RunStatus.FAILED.value, RunStatus.TIMEOUT.value)
 # Statuses that say nothing about how a process ended (a log from elsewhere has no process).
 BARE = (None, RunStatus.IMPORTED.value, Shown.UNKNOWN.value)
 # Verdicts a suite or sweep keeps when it resumes; a stopped run is run again.
-FINISHED_VERDICTS = (Verdict.PASSED.value, Verdict.REGRESSED.value, Verdict.FAILED.value)
+FINISHED_VERDICTS = (Verdict.PASSED.value, Verdict.IMPROVED.value, Verdict.REGRESSED.value,
+                     Verdict.FAILED.value)
 VERDICTS = tuple(v.value for v in Verdict)
 # Every word the index can show for a run, in the order its filters list them.
 SHOWN = (*VERDICTS, Shown.RUNNING.value, Shown.UNJUDGED.value, Shown.UNKNOWN.value)

@@ -5,6 +5,7 @@ LiveReader(path).poll()     steps of a growing run.log / metrics.jsonl / run dir
 ChunkReader().feed(text)    steps of streamed output (Ray job log tails, a subprocess pipe)
 diagnose(log, exit_code=)   Diagnosis: status, category, summary, evidence, last_step
 reading_of(path)            metrics and diagnoser of a run directory or log, in one pass, kept
+RunMetrics.origin           which of a run's sources (file logger, console, TensorBoard) named them
 """
 
 from workbook.metrics.diagnosis import Diagnosis

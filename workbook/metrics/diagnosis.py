@@ -5,8 +5,11 @@
 (:class:`~workbook.metrics.signals.SignalScanner`). At the end it picks the root cause:
 
 * a signal is *fatal* only if the run made no step progress after it (a worker traceback in a run
-  that went on to later steps is noise);
-* among fatal signals the most specific category wins, then the earliest line: an OOM on one
+  that went on to later steps is noise); where the console log lost its step lines but another
+  source (verl's file logger, TensorBoard) shows the run reached its last step, nothing in the
+  log after the console's last step line is known to have stopped it;
+* among fatal signals the most specific kind wins (:data:`~workbook.metrics.failures.RANKS`),
+  then the earliest line: an OOM on one
   rank makes the others time out in a collective and their actors die, and Ray flushes worker
   output late, so file order alone would name a consequence (log 13 prints the driver's
   wrapper before the worker's own lines);
@@ -26,7 +29,7 @@ from pathlib import Path
 from workbook.core.layout import RUN_FILES, RunDir
 from workbook.core.serialization import load_yaml
 from workbook.core.status import Diagnosed, RunStatus
-from workbook.metrics.failures import KILL_EXIT_CODES, LABELS, PRIORITY
+from workbook.metrics.failures import CAUSES, KILL_EXIT_CODES, LABELS, RANKS, category_of
 from workbook.metrics.log_facts import LogFacts, is_validation, positive_int, trained
 from workbook.metrics.model import RunMetrics
 from workbook.metrics.signals import Signal, SignalScanner
@@ -40,7 +43,12 @@ MAX_EVIDENCE = 6
 
 @dataclass
 class Diagnosis:
-    """The verdict on one run; :meth:`to_dict` is what ``run.json`` and reports carry."""
+    """The verdict on one run; :meth:`to_dict` is what ``run.json`` and reports carry.
+
+    ``metrics_source`` (in the dict only when the metrics were read from a run's files) says
+    which source the run's metrics came from and how many steps each held
+    (:class:`~workbook.metrics.model.MetricsSource`).
+    """
 
     status: str
     category: str
@@ -49,9 +57,10 @@ class Diagnosis:
     last_step: int | None = None
     expected_steps: int | None = None  # as the log itself states it (None: it does not)
     replayed_steps: list[int] = field(default_factory=list)
+    metrics_source: dict[str, object] | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        found: dict[str, object] = {
             "status": self.status,
             "category": self.category,
             "summary": self.summary,
@@ -60,6 +69,9 @@ class Diagnosis:
             "expected_steps": self.expected_steps,
             "replayed_steps": list(self.replayed_steps),
         }
+        if self.metrics_source is not None:
+            found["metrics_source"] = dict(self.metrics_source)
+        return found
 
 
 def no_metrics(last_step: int | None, exit_code: int | None) -> Diagnosis:
@@ -119,6 +131,8 @@ class Diagnoser:
             found = no_metrics(found.last_step, exit_code)
         found.expected_steps = self.expected_steps
         found.replayed_steps = sorted(self.replayed)
+        if metrics is not None and metrics.origin is not None:
+            found.metrics_source = metrics.origin.to_dict()
         return found
 
     def _result(
@@ -130,6 +144,8 @@ class Diagnoser:
     ) -> Diagnosis:
         last_step = metrics.last_step if metrics is not None and len(metrics) else self.max_step
         fatal = [s for s in self.signals if s.step_before == self.max_step]
+        if fatal and self._trained_on(last_step, expected_steps):
+            fatal = []
         killed_by_signal = exit_code in KILL_EXIT_CODES
         if status in STOP_STATUSES or (killed_by_signal and status != RunStatus.FAILED):
             return self._stopped(status, exit_code, fatal, last_step)
@@ -149,10 +165,10 @@ class Diagnoser:
         failed = (exit_code is not None and exit_code != 0) or status == RunStatus.FAILED
         if fatal or failed:
             candidates = fatal or self.signals
-            for category in PRIORITY:
-                chosen = [s for s in candidates if s.category == category]
+            for kind in RANKS:
+                chosen = [s for s in candidates if s.kind == kind]
                 if chosen:
-                    return self._verdict(category, chosen, last_step)
+                    return self._verdict(category_of(kind), chosen, last_step)
             return Diagnosis(
                 Diagnosed.FAILED.value,
                 "unknown",
@@ -172,6 +188,14 @@ class Diagnoser:
             [],
             last_step,
         )
+
+    def _trained_on(self, last_step: int | None, expected_steps: int | None) -> bool:
+        """Whether another source shows the run reached its last step after the console log's
+        last step line (the log lost its step lines): what the log says after that line did not
+        stop it."""
+        return (last_step is not None and expected_steps is not None
+                and last_step >= expected_steps
+                and (self.max_step is None or last_step > self.max_step))
 
     def _stopped(
         self, status: str | None, exit_code: int | None, fatal: list[Signal], last_step: int | None
@@ -215,7 +239,9 @@ class Diagnoser:
     def _verdict(category: str, signals: list[Signal], last_step: int | None) -> Diagnosis:
         primary = next((s for s in signals if s.specific), signals[0])
         where = f" (in ray::{primary.task})" if primary.task else ""
-        summary = f"{LABELS[category]}: {primary.content[:200]}{where}; {_step_text(last_step)}"
+        cause = f" ({CAUSES[primary.cause]})" if primary.cause else ""
+        summary = (f"{LABELS[category]}{cause}: {primary.content[:200]}{where}; "
+                   f"{_step_text(last_step)}")
         evidence = [primary.text]
         for signal in signals:
             if (

@@ -2,8 +2,10 @@
 
 A failed verl run leaves its cause somewhere in Ray's noise: a worker's traceback, a Ray wrapper
 around it (``RayTaskError(OutOfMemoryError)``), Hydra's short config message, an Ascend error
-code (``EL0004``, ``EI0002``), a kill signal in the exit code. This module holds only the data
-that recognises them: the categories with their rank and labels, the patterns that name each,
+code (``EL0004``, ``EI0002``), a kill signal in the exit code. Some are not the run's fault at
+all: a device's ECC error, a full disk, a Ray node that never started, a link HCCL or NCCL could
+not open are ``infrastructure`` (a suite may retry those), each cause named. This module holds
+only the data that recognises them: the categories with their rank and labels, the patterns,
 the shapes of exception, config-frame and Ray-wrapper lines, and the substring prefilter in
 front of them. A new form of failure is a change here; ``diagnosis`` keeps the logic.
 """
@@ -12,16 +14,40 @@ from __future__ import annotations
 
 import re
 
-# Most specific first: the first category present among fatal signals is the root cause.
-PRIORITY = (
+INFRASTRUCTURE = "infrastructure"
+# The machine, its disks, Ray or the links between devices broke, not the run: the causes an
+# infrastructure failure names (a summary says which), each a kind of signal of its own.
+CAUSES = {
+    "device_error": "device hardware error",
+    "disk_full": "disk full or over quota",
+    "ray_startup": "Ray node start-up failure",
+    "link_failure": "HCCL/NCCL connection failure",
+}
+# Most specific first: the first kind present among fatal signals is the root cause. A broken
+# device, a full disk or a Ray that never came up makes the other ranks time out and their
+# actors die, so it ranks above those; a connection that could not be made ranks below a
+# collective timeout and above a Python exception (the exception is how the failure surfaces).
+RANKS = (
     "config_error",
     "import_error",
     "oom",
+    "device_error",
+    "disk_full",
+    "ray_startup",
     "collective_timeout",
+    "link_failure",
     "python_exception",
     "worker_died",
     "killed",
 )
+
+
+def category_of(kind: str) -> str:
+    """The diagnosis category of a kind of signal (an infrastructure cause is ``infrastructure``)."""
+    return INFRASTRUCTURE if kind in CAUSES else kind
+
+
+PRIORITY = tuple(dict.fromkeys(category_of(kind) for kind in RANKS))
 CATEGORIES = PRIORITY + ("timeout", "stopped", "diverged", "unknown", "none")
 LABELS = {
     "oom": "Out of memory",
@@ -29,6 +55,7 @@ LABELS = {
     "worker_died": "A Ray worker/actor died",
     "config_error": "Configuration error",
     "import_error": "Import failed",
+    INFRASTRUCTURE: "Infrastructure failure",
     "python_exception": "Python exception",
     "killed": "Killed",
     "timeout": "Timed out",
@@ -46,6 +73,8 @@ KILL_EXIT_CODES = {
     143: "SIGTERM",
 }
 
+# Each line is the first kind whose pattern it matches (an infrastructure cause before the
+# collective timeout it also reads as: a watchdog that died of an ECC error is the ECC error).
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "config_error",
@@ -67,6 +96,34 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|\bEL0004\b|^(?:\w+\.)*MemoryError\b"
         ),
     ),
+    # CUDA's and Ascend's words for broken device memory: an uncorrectable ECC error, the ACL
+    # runtime's 507053 (device memory UCE), 507054 (HBM multi-bit ECC), torch_npu's "UCE ERROR"
+    (
+        "device_error",
+        re.compile(
+            r"uncorrectable ECC error|ECC_UNCORRECTABLE|[Mm]ulti-bit ECC"
+            r"|error code is 50705[34]\b|\bUCE ERROR\b"
+        ),
+    ),
+    ("disk_full", re.compile(r"No space left on device|Disk quota exceeded|StorageFull")),
+    (
+        "ray_startup",
+        re.compile(
+            # Ray's own node never came up (raylet/GCS start-up on an overloaded host), or the
+            # node could not join the cluster it was pointed at
+            r"The current node timed out during startup|Failed to connect to GCS\b"
+            r"|Unable to register worker with raylet"
+        ),
+    ),
+    (
+        "link_failure",
+        re.compile(
+            # NCCL could not open a socket to a peer; HCCL could not set up its transport (EI0009);
+            # the ACL runtime's 507056 (inter-device link error)
+            r"NCCL WARN .{0,120}Connect to \S+ failed|\bEI0009\b|Transport init error"
+            r"|error code is 507056\b"
+        ),
+    ),
     (
         "collective_timeout",
         re.compile(
@@ -86,8 +143,6 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|A worker died or was killed while executing a task|WorkerCrashedError|NodeDiedError"
             r"|marked dead because the detector has missed too many heartbeats|LocalRayletDiedError"
             r"|ActorUnavailableError|Worker exit type: SYSTEM_ERROR"
-            # Ray's own node never came up (raylet/GCS start-up on an overloaded host)
-            r"|The current node timed out during startup"
         ),
     ),
     ("killed", re.compile(r"^Killed\s*$|^Terminated\s*$|received signal SIGTERM|Received SIGTERM")),
@@ -114,4 +169,5 @@ KEYWORDS = (
     "EI00", "EL00", "imed out", "ime out", "imeout", "atchdog", "NCCL", "nccl", "HCCL",
     "died", "dead", "SYSTEM_ERROR", "verride", "struct", "not in '", "config", "mandatory",
     "converted to", "GPUs", "NPUs", "Killed", "Terminated", "SIGTERM",
+    "ECC", "UCE", "space left", "quota", "StorageFull", "GCS", "register worker",
 )  # fmt: skip

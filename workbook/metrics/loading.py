@@ -2,8 +2,9 @@
 
 In a run directory the file logger's ``metrics.jsonl`` wins (full precision, no parsing
 ambiguity) and ``run.log`` fills what it lacks (steps before the file logger started, a run
-without the file logger, pprinted validation dicts). Files are recognised by content, not by
-name: a JSONL file saved as ``.log`` is still JSONL.
+without the file logger, pprinted validation dicts), then TensorBoard event files
+(:mod:`~workbook.metrics.sources` says which files count and which source names the metrics).
+Files are recognised by content, not by name: a JSONL file saved as ``.log`` is still JSONL.
 
 What is not a log, a JSONL file or a run directory is refused up front by :func:`input_kind`
 (bad input, exit 2), from ``os.stat`` and a bounded prefix: a FIFO or device is never opened for
@@ -23,9 +24,11 @@ from typing import Literal
 from workbook.core.layout import RUN_FILES
 from workbook.errors import MetricsError
 from workbook.metrics.console import read_console
+from workbook.metrics.events import read_events
 from workbook.metrics.jsonl import looks_like_jsonl, read_jsonl
 from workbook.metrics.lines import iter_lines, not_regular, open_regular
 from workbook.metrics.model import RunMetrics
+from workbook.metrics.sources import CONSOLE, JSONL, TENSORBOARD, combine, run_files
 
 SNIFF_BYTES = 64 * 1024
 # A log is text: beyond this share of undecodable bytes and control characters it is binary.
@@ -110,15 +113,19 @@ def load_metrics(path: Path) -> RunMetrics:
     """
     path = Path(path)
     if input_kind(path) == "run directory":
-        # exists(), not is_file(): a run.log that is a FIFO or a link to a device is refused
-        # by the reader (never opened for a blocking read), not silently skipped
-        jsonl, log = path / RUN_FILES["metrics"], path / RUN_FILES["log"]
-        if not jsonl.exists() and not log.exists():
-            raise MetricsError(f"{path}: neither {jsonl.name} nor {log.name} in this run directory")
-        run = read_metrics_file(jsonl) if jsonl.exists() else RunMetrics()
-        if log.exists():
-            run.fill_from(read_metrics_file(log))
-        return run
+        # a run.log that is a FIFO or a link to a device is refused by the reader (never
+        # opened for a blocking read), not silently skipped (sources.run_files)
+        files = run_files(path)
+        if files.jsonl is None and files.log is None and not files.events:
+            raise MetricsError(f"{path}: neither {RUN_FILES['metrics']} nor {RUN_FILES['log']} "
+                               "in this run directory")
+        parts = {key: read_metrics_file(file) for key, file in
+                 ((JSONL, files.jsonl), (CONSOLE, files.log)) if file is not None}
+        notes = list(files.notes)
+        if files.events:
+            parts[TENSORBOARD], unread = read_events(files.events, path)
+            notes += unread
+        return combine(parts, notes)
     return read_metrics_file(path)
 
 

@@ -8,12 +8,17 @@ source string per value) would cost gigabytes. A step is stored as the row it wa
 its names, a tuple shared by every step that logged the same keys, its values packed as C
 doubles (8 bytes each) and one source for the row. ``steps`` and ``sources`` are read-only
 mapping views over those rows, so ``metrics.steps[s].get(name)`` still reads like dicts.
+
+A run's metrics read from its files also say which of its sources they came from
+(:class:`MetricsSource`, ``RunMetrics.origin``): verl's file logger, the console log or
+TensorBoard event files, and how many steps each held.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from struct import Struct
 from typing import TypeVar, cast
 
@@ -158,6 +163,41 @@ class StepSources(_OfRow, Mapping[str, str]):
         return sources if isinstance(sources, str) else sources[i]
 
 
+SOURCE_NAMES = {  # how a page names each source, and in a list of the others
+    "jsonl": ("verl's file logger", "file logger"),
+    "tensorboard": ("TensorBoard event files", "TensorBoard"),
+    "console": ("the console log", "console log"),
+}
+
+
+@dataclass(frozen=True)
+class MetricsSource:
+    """Which of a run's sources its metrics came from: the one holding the most steps (ties:
+    the file logger, then TensorBoard, then the console log), the steps each source read held,
+    of ``total`` steps in all, and what could not be read."""
+
+    chosen: str  # "jsonl", "tensorboard", "console", or "" when no source held a step
+    steps: dict[str, int]
+    total: int
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, object]:
+        return {"chosen": self.chosen, "steps": dict(self.steps), "total": self.total,
+                "notes": list(self.notes)}
+
+    def text(self) -> str:
+        """``verl's file logger (console log held 0 of 15 steps)``."""
+        if not self.chosen:
+            said = "no source held a step"
+        else:
+            said = SOURCE_NAMES[self.chosen][0]
+            held = [f"{SOURCE_NAMES[k][1]} held {n} of {self.total} steps"
+                    for k, n in self.steps.items()
+                    if k != self.chosen or n < self.total]
+            said += f" ({'; '.join(held)})" if held else ""
+        return "; ".join((said, *self.notes))
+
+
 _View = TypeVar("_View", StepValues, StepSources)
 
 
@@ -196,6 +236,8 @@ class RunMetrics:
         # validation dicts verl pprints outside step lines: "initial" / "final" -> metric -> value
         self.validation: dict[str, dict[str, float]] = {}
         self._layout_hint: _Layout | None = None
+        # where the run's metrics came from, when read from its files (not part of equality)
+        self.origin: MetricsSource | None = None
 
     @property
     def steps(self) -> ByStep[StepValues]:

@@ -2,10 +2,11 @@
 
 After a run, recording its outcome, judging it and each report section all need the metrics,
 the diagnosis and the facts the log states (steps it was to train, replayed steps). They come
-from :func:`reading_of`, which reads ``metrics.jsonl`` and ``run.log`` in one pass and keeps the
-result while the files are unchanged (by size and modification time), so a 1 GB log is read
-once per process, not once per caller. :func:`diagnose` is the entry point for any log, JSONL
-file, run directory or stream of lines.
+from :func:`reading_of`, which reads every metrics source of the run (``metrics.jsonl``,
+``run.log``, TensorBoard event files: :mod:`~workbook.metrics.sources`), the log in one pass,
+and keeps the result while the files are unchanged (by size and modification time), so a 1 GB
+log is read once per process, not once per caller. :func:`diagnose` is the entry point for any
+log, JSONL file, run directory or stream of lines.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbook.core.layout import RUN_FILES, RunDir, file_signature
+from workbook.core.layout import RunDir
 from workbook.core.status import ACTIVE, BARE
 from workbook.errors import MetricsError
 from workbook.metrics.diagnosis import Diagnoser, Diagnosis, run_dir_expected_steps
+from workbook.metrics.events import read_events
 from workbook.metrics.lines import iter_lines
 from workbook.metrics.loading import input_kind, is_jsonl_file, read_lines, read_metrics_file
 from workbook.metrics.model import RunMetrics
+from workbook.metrics.sources import CONSOLE, JSONL, TENSORBOARD, combine, run_files, single_file
 
 KEPT = 8  # run directories whose reading is kept in memory
 # statuses after which a diagnosis reads the log alone (nothing ended the process here)
@@ -48,8 +51,10 @@ READS = {"logs": 0}  # console logs read in this process (what a test counts)
 
 def reading_of(path: Path) -> Reading:
     """A run directory's (or a single log's) metrics and its log's diagnoser, from one pass;
-    kept while the files are unchanged. In a run directory ``metrics.jsonl`` comes first and
-    ``run.log`` adds what it lacks; a file-logger JSONL file has no lines to diagnose.
+    kept while the files are unchanged. In a run directory every source is read and the
+    metrics are their union (``metrics.jsonl`` first, ``run.log`` and TensorBoard event files
+    add what it lacks; ``metrics.origin`` names the most complete); a file-logger JSONL file has
+    no lines to diagnose.
 
     Raises:
         MetricsError: the path is not a run directory, log or JSONL file, or ``run.log`` or
@@ -57,19 +62,24 @@ def reading_of(path: Path) -> Reading:
     """
     path = Path(path).resolve()
     folder = input_kind(path) == "run directory"
-    signature = _signature(path) if folder else (file_signature(path),)
+    files = run_files(path) if folder else single_file(path, is_jsonl_file(path))
+    signature = files.signature()
     kept = _KEPT.get(path)
     if kept is not None and kept[0] == signature:
         _KEPT.move_to_end(path)
         return kept[1]
     reading = Reading()
-    jsonl, log = (path / RUN_FILES["metrics"], path / RUN_FILES["log"]) if folder else (
-        (path, None) if is_jsonl_file(path) else (None, path))
-    if jsonl is not None and jsonl.exists():  # exists(), not is_file(): a FIFO is refused
-        reading.metrics = read_metrics_file(jsonl)
-    if log is not None and log.exists():
-        reading.metrics.fill_from(_one_pass(log, reading.diagnoser))
+    parts: dict[str, RunMetrics] = {}
+    notes = list(files.notes)
+    if files.jsonl is not None:  # it exists: a FIFO is refused by the reader, not skipped
+        parts[JSONL] = read_metrics_file(files.jsonl)
+    if files.log is not None:
+        parts[CONSOLE] = _one_pass(files.log, reading.diagnoser)
         reading.passes = 1
+    if files.events:
+        parts[TENSORBOARD], unread = read_events(files.events, path)
+        notes += unread
+    reading.metrics = combine(parts, notes)
     _KEPT[path] = (signature, reading)
     while len(_KEPT) > KEPT:
         _KEPT.popitem(last=False)
@@ -137,7 +147,3 @@ def _read(log: Path, diagnoser: Diagnoser) -> RunMetrics:
             yield line
 
     return read_lines(tee(), log.name)
-
-
-def _signature(folder: Path) -> tuple[object, ...]:
-    return tuple(file_signature(folder / RUN_FILES[key]) for key in ("metrics", "log"))

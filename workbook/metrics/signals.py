@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from workbook.metrics.console import clean, ray_prefix, strip_prefix
 from workbook.metrics.failures import (
+    CAUSES,
     CONFIG_FRAME_RE,
     EXCEPTION_RE,
     IMPORT_RE,
@@ -21,6 +22,7 @@ from workbook.metrics.failures import (
     PATTERNS,
     TASK_RE,
     WRAPPER_RE,
+    category_of,
 )
 
 MAX_LINE = 400
@@ -38,6 +40,12 @@ class Signal:
     step_before: int | None
     specific: bool
     task: str | None = None
+    cause: str | None = None  # an infrastructure failure's cause (a key of failures.CAUSES)
+
+    @property
+    def kind(self) -> str:
+        """What it ranks as (failures.RANKS): its infrastructure cause, else its category."""
+        return self.cause or self.category
 
 
 @dataclass
@@ -62,11 +70,12 @@ class SignalScanner:
             self._task[prefix] = task.group(1)
         wrapped_root = self._wrapped_root(content)
         exception = self._track_traceback(prefix, content) or wrapped_root
-        category = self._classify(content, exception, prefix in self._config_frames)
-        if category is not None and len(self.signals) < MAX_SIGNALS:
+        kind = self._classify(content, exception, prefix in self._config_frames)
+        if kind is not None and len(self.signals) < MAX_SIGNALS:
             self.signals.append(Signal(
-                lineno, category, line.strip()[:MAX_LINE], content.strip()[:MAX_LINE],
-                step_before, not WRAPPER_RE.match(content), self._task.get(prefix)))
+                lineno, category_of(kind), line.strip()[:MAX_LINE], content.strip()[:MAX_LINE],
+                step_before, not WRAPPER_RE.match(content), self._task.get(prefix),
+                kind if kind in CAUSES else None))
 
     def _wrapped_root(self, content: str) -> bool:
         """The ``AssertionError: ...`` line a ``RayTaskError(AssertionError)`` wraps is the root
@@ -109,9 +118,10 @@ class SignalScanner:
 
     @staticmethod
     def _classify(content: str, exception: bool, in_config_code: bool) -> str | None:
-        for category, pattern in PATTERNS:
+        """The kind of failure a line names (a category, or an infrastructure cause)."""
+        for kind, pattern in PATTERNS:
             if pattern.search(content):
-                return category
+                return kind
         if exception:
             if IMPORT_RE.search(content):
                 return "import_error"

@@ -3,7 +3,9 @@
 A static file (inline CSS, a few lines of inline JavaScript for the filters, charts as inline
 PNGs) so it can be published on any web server or CI artifact store and opened offline. Links
 to reports are relative to the index. It is written to a temp file and renamed, so a run that
-finishes and refreshes the index while another does the same never leaves a torn file.
+finishes and refreshes the index while another does the same never leaves a torn file. Each
+scenario's last green night and the environment changes its trend chart marks come from the
+ledger (:mod:`workbook.history.ledger`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import os
 import secrets
 from base64 import b64encode
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
@@ -27,7 +30,8 @@ from workbook.core.layout import (
     write_atomic,
 )
 from workbook.core.status import SHOWN
-from workbook.plots.trends import trend_chart
+from workbook.history.ledger import Entry, last_green, read_all
+from workbook.plots.trends import ChangeMark, change_marks, trend_chart
 from workbook.report.page import page
 from workbook.report.summary import HEADLINES, RunSummary, RunTree, scan, summarize
 from workbook.report.view import date_text, duration_text
@@ -47,6 +51,7 @@ document.getElementById('f-verdict').addEventListener('change',wbFilter);wbFilte
 INDEX_CSS = """<style>body{max-width:1500px}
 .badge{display:inline-block;padding:1px 8px;border-radius:9px;font-weight:700;font-size:.8em;color:#fff}
 .b-passed{background:#007a5a}
+.b-improved{background:#00788a}
 .b-regressed{background:#b36b00}
 .b-failed{background:#b84a00}
 .b-running{background:#0072B2}
@@ -58,6 +63,7 @@ INDEX_CSS = """<style>body{max-width:1500px}
 overflow-wrap:anywhere}
 .filters{margin:8px 0}
 .filters label{margin-right:14px}
+.tally .badge{margin-right:6px}
 </style>"""
 
 
@@ -70,16 +76,19 @@ def write_index(runs_root: Path, out: Path | None = None, *, published: bool = F
     tree = scan(runs_root)
     runs = sorted((summarize(p, cache_it=not published) for p in tree.runs),
                   key=lambda s: s.sort_key, reverse=True)
+    ledgers = read_all(runs_root, store=not published)  # the history of each scenario
     body = (
         f'<h1>verl runs</h1><p class="wb-note">{len(runs)} runs, '
         f"newest first; generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}.</p>"
         + INDEX_CSS
+        + _tally(runs)
         + _suites(tree, runs_root, target.parent)
         + _comparisons(tree, runs_root, target.parent)
+        + _last_greens(ledgers)
         + "<h2>All runs</h2>"
         + _filters(runs)
         + _table(runs, runs_root, target.parent)
-        + _trends(runs, runs_root / TREND_CACHE)
+        + _trends(runs, runs_root / TREND_CACHE, _nights(ledgers, runs_root))
         + f"<script>{FILTER_JS}</script>"
     )
     return write_atomic(target, page("verl runs", body))
@@ -90,6 +99,16 @@ def _target(runs_root: Path, out: Path | None) -> Path:
         return runs_root / INDEX
     out = Path(out)
     return out if out.suffix == ".html" else out / INDEX
+
+
+def _tally(runs: list[RunSummary]) -> str:
+    """How many runs have each verdict, as badges in the filters' order (a word the workbook
+    does not know after them, as it is): an ``improved`` night stands out from the passes."""
+    counts = Counter(r.verdict for r in runs)
+    words = [v for v in SHOWN if counts[v]] + sorted(w for w in counts if w not in SHOWN)
+    badges = "".join(f'<span class="badge b-{_e(w)}" data-count="{_e(w)}">{counts[w]} {_e(w)}'
+                     "</span>" for w in words)
+    return f'<p class="tally">{badges}</p>' if badges else ""
 
 
 def _filters(runs: list[RunSummary]) -> str:
@@ -186,8 +205,9 @@ def _comparisons(tree: RunTree, runs_root: Path, base: Path) -> str:
     return f"<h2>Comparisons</h2><ul>{''.join(items)}</ul>"
 
 
-def _trends(runs: list[RunSummary], cache: Path) -> str:
-    """Per scenario with at least two runs: the headline numbers across runs, oldest first."""
+def _trends(runs: list[RunSummary], cache: Path, nights: dict[str, Entry] | None = None) -> str:
+    """Per scenario with at least two runs: the headline numbers across runs, oldest first; the
+    nights (``nights``: ledger entries by run directory) whose environment changed marked."""
     parts = ["<h2>Trends per scenario</h2>"]
     for scenario in sorted({r.scenario for r in runs}):
         mine = sorted((r for r in runs if r.scenario == scenario), key=lambda s: s.sort_key)
@@ -200,15 +220,19 @@ def _trends(runs: list[RunSummary], cache: Path) -> str:
             for h in HEADLINES
             if any(h in r.out_of_band for r in mine)
         }
-        png = _cached_chart(cache, f"{scenario}: {len(mine)} runs", labels, series, first_out)
+        changed = change_marks([(nights or {}).get(_resolved(r.path)) for r in mine])
+        png = _cached_chart(cache, f"{scenario}: {len(mine)} runs", labels, series, first_out,
+                            [(m.x, m.label) for m in changed])
         marks = "; ".join(
             f"{h} first left its baseline band in run {mine[i].run_id}"
             for h, i in first_out.items()
         )
         parts.append(
-            f'<figure data-trend="{_e(scenario)}"><img alt="trends of {_e(scenario)}" '
+            f'<figure data-trend="{_e(scenario)}"><img alt="trends of {_e(scenario)}"'
+            f'{_hover(changed, labels)} '
             f'src="data:image/png;base64,{b64encode(png).decode("ascii")}">'
-            f"<figcaption>{_e(marks or 'every headline number within its baseline band')}</figcaption></figure>"
+            f"<figcaption>{_e(marks or 'every headline number within its baseline band')}</figcaption>"
+            f"{_changes_list(changed, labels)}</figure>"
         )
     return "".join(parts) if len(parts) > 1 else ""
 
@@ -219,17 +243,17 @@ def _cached_chart(
     labels: list[str],
     series: dict[str, list[float | None]],
     first_out: dict[str, int],
+    marks: list[tuple[int, str]] | None = None,
 ) -> bytes:
     units = {h: unit for h, (_m, unit) in HEADLINES.items()}
-    key = hashlib.sha256(
-        json.dumps([title, labels, series, first_out, units]).encode()
-    ).hexdigest()[:24]
+    drawn = [title, labels, series, first_out, units] + ([marks] if marks else [])
+    key = hashlib.sha256(json.dumps(drawn).encode()).hexdigest()[:24]
     path = cache / f"{key}.png"
     try:
         return path.read_bytes()
     except OSError:
         pass
-    png = trend_chart(title, labels, series, units, first_out)
+    png = trend_chart(title, labels, series, units, first_out, marks or ())
     try:
         cache.mkdir(exist_ok=True)
         tmp = cache / f".{key}.{secrets.token_hex(4)}.tmp"
@@ -238,6 +262,60 @@ def _cached_chart(
     except OSError:
         pass  # a read-only runs root still gets its index
     return png
+
+
+def _last_greens(ledgers: dict[tuple[str, str], list[Entry]]) -> str:
+    """Per scenario and hardware, its last green night (with its commits) and its latest night:
+    where to look first when a scenario turns red."""
+    if not ledgers:
+        return ""
+    rows = []
+    for (scenario, hardware), entries in sorted(ledgers.items()):
+        green, latest = last_green(entries), entries[-1]
+        if green is None:
+            shown = '<td colspan="4" data-last-green="none">never green in this runs root</td>'
+        else:  # its report is linked once, from its row of "All runs"
+            shown = (f'<td data-last-green="{_e(green.run_id)}">{_e(date_text(green.date) if green.date else "")}</td>'
+                     f"<td>{_e(green.run_id)}</td><td>{_e(green.commits.get('verl') or 'unknown')}</td>"
+                     f"<td>{_e(green.commits.get('workbook') or 'unknown')}</td>")
+        rows.append(f'<tr data-history="{_e(scenario)}" data-hardware="{_e(hardware)}">'
+                    f"<td>{_e(scenario)}</td><td>{_e(hardware)}</td>{shown}"
+                    f'<td><span class="badge b-{_e(latest.verdict)}">{_e(latest.verdict)}</span> '
+                    f"{_e(latest.run_id)}</td></tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("scenario", "hardware", "last green night", "run",
+                                             "verl commit", "workbook commit", "latest night"))
+    return ('<h2>Last green night per scenario</h2><table id="last-green"><thead><tr>'
+            f'{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+def _nights(ledgers: dict[tuple[str, str], list[Entry]], runs_root: Path) -> dict[str, Entry]:
+    """Every ledger entry by its run directory (resolved), as the trend charts look them up."""
+    return {_resolved(_run_path(e, runs_root)): e for entries in ledgers.values() for e in entries}
+
+
+def _run_path(entry: Entry, runs_root: Path) -> Path:
+    path = Path(entry.path)
+    return path if path.is_absolute() else Path(runs_root) / path
+
+
+def _resolved(path: str | Path) -> str:
+    return str(Path(path).resolve())
+
+
+def _changes_list(changed: list[ChangeMark], labels: list[str]) -> str:
+    """The environment changes a chart marks, one line per night (what the dotted lines name)."""
+    if not changed:
+        return ""
+    items = "".join(f'<li data-change="{_e(m.run_id)}">{_e(labels[m.x])} ({_e(m.run_id)}): '
+                    f"{_e(m.text)}</li>" for m in changed)
+    return f'<ul class="wb-note" data-changes>{items}</ul>'
+
+
+def _hover(changed: list[ChangeMark], labels: list[str]) -> str:
+    """The chart's hover text: the changes it marks."""
+    if not changed:
+        return ""
+    return f' title="{_e(" | ".join(f"{labels[m.x]}: {m.text}" for m in changed))}"'
 
 
 def _linkable(path: Path, runs_root: Path) -> bool:

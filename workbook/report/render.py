@@ -53,7 +53,7 @@ _CALL = re.compile(r"^\s*((?:sections|compare)\.\w+)\(\s*\w+\s*\)\s*$")
 SECTIONS: dict[str, Callable[[Any], sections.Section[Any]]] = {
     "sections.banner": sections.banner, "sections.checks": sections.checks,
     "sections.plots": sections.plots, "sections.failure": sections.failure,
-    "sections.parameters": sections.parameters,
+    "sections.history": sections.history, "sections.parameters": sections.parameters,
     "sections.reproducibility": sections.reproducibility,
     "sections.preflight": sections.preflight,
     "compare.table": compare.table, "compare.curves": compare.curves,

@@ -2,10 +2,11 @@
 
 Each function takes a run (a ``Run`` from ``workbook.run.steps``, a ``RunDir``, or a path) and
 returns a :class:`Section`: the block's data (facts, rows, figures, notes) and, through
-``_repr_html_``, its HTML from the one template of every section (``templates/``), so a notebook
-cell that ends with the call displays it, and :func:`workbook.report.render.render_report`
-builds the same page from the run directory, notebook or not. Images are inline base64 PNGs: the
-report is one self-contained file. Every element carries a ``data-*`` attribute tests look for.
+``_repr_html_``, its HTML from the one template of every section (``templates/``; the history of
+the scenario, read from other runs too, from its own), so a notebook cell that ends with the call
+displays it, and :func:`workbook.report.render.render_report` builds the same page from the run
+directory, notebook or not. Images are inline base64 PNGs: the report is one self-contained file.
+Every element carries a ``data-*`` attribute tests look for.
 
 A section is computed once per state of its run directory (:mod:`workbook.report.cache`): the
 page rendered at the end of a notebook reuses what its cells computed.
@@ -13,19 +14,25 @@ page rendered at the end of a notebook reuses what its cells computed.
 
 from __future__ import annotations
 
+import os
 from base64 import b64encode
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Generic, TypeVar
+from urllib.parse import quote
 
 from workbook import provenance
+from workbook.checks.baseline_rules import BLESSED, IMPORTED
+from workbook.core.layout import RUN_FILES
 from workbook.core.status import Verdict
+from workbook.history.changes import changes_since
+from workbook.history.ledger import RED, Entry, entry_of, last_green, read_ledger
 from workbook.plots.compared import compared_band, compared_bands
 from workbook.plots.panels import Panel, build_panels, regression_panel
 from workbook.report.cache import kept
-from workbook.report.template import section_html
+from workbook.report.template import environment, section_html
 from workbook.report.view import (
     RunView,
     date_text,
@@ -39,7 +46,9 @@ CHECKS_NOTE = (
     "the baseline allows k sigma of the blessed runs' spread (or a floor, or the scenario's own "
     "tolerance): 'band from' says which. NOT MEASURED (the hardware does not measure the metric) "
     "and NOT COMPARABLE (other hardware, other settings, or replayed rollouts) are neither passes "
-    "nor failures. A failed comparison is drawn below the table against its band."
+    "nor failures. IMPROVED is a one-sided comparison (time, throughput, memory) that held by "
+    "more than its band allows, beyond the band's edge mirrored to the good side: the run is fine "
+    "and the baseline is stale. A failed comparison is drawn below the table against its band."
 )
 PLOTS_NOTE = (
     "Clip fraction: the share of tokens whose importance ratio left [1 - clip_ratio_low, "
@@ -228,6 +237,14 @@ def preflight(run: Any) -> Section[Preflight]:
     return _kept("preflight", run, _preflight)
 
 
+def history(run: Any) -> Section[History]:
+    """The baseline the run was judged against and where its numbers came from; for a red
+    night, the last green night before it in this runs root and what changed since."""
+    path = run_path(run)
+    return kept(path, ("history",),
+                lambda: HistorySection("history", _history(load_view(path))))
+
+
 def report_sections(run: Any) -> list[Section[Any]]:
     """All sections in report order (what a report built from the run directory shows)."""
     return [
@@ -235,6 +252,7 @@ def report_sections(run: Any) -> list[Section[Any]]:
         checks(run),
         plots(run),
         failure(run),
+        history(run),
         parameters(run),
         reproducibility(run),
     ]
@@ -369,6 +387,7 @@ def _reproducibility(v: RunView) -> Reproducibility:
         ("CANN", r.get("cann_version")),
         ("launcher", r.get("launcher")),
         ("profile", r.get("profile")),
+        ("metrics from", v.metrics.origin.text() if v.metrics.origin else None),
         (
             "nodes x devices",
             f"{r.get('nodes')} x {r.get('devices_per_node')}" if r.get("nodes") else None,
@@ -439,3 +458,119 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return "" if value is None else str(value)
+
+
+# --- the baseline and the history of the scenario (templates/history.html.j2) ---------------------
+
+HISTORY_TEMPLATE = "history.html.j2"
+NO_PROVENANCE = "no provenance"
+
+
+@dataclass(frozen=True)
+class ChangeLine:
+    """One row of "What changed since": a fact, then and now."""
+
+    kind: str
+    name: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class LastGreen:
+    """The last green night before a red one, and what changed since."""
+
+    date: str
+    run_id: str
+    href: str | None  # its report, relative to this one's (None: not in this runs root)
+    verl_commit: str
+    workbook_commit: str
+    changes: tuple[ChangeLine, ...] = ()
+
+
+@dataclass(frozen=True)
+class History:
+    """What the history block shows: the baseline and, for a red night, its last green night."""
+
+    baseline: str = ""  # the baseline file the run was judged against ('' without one)
+    provenance: str = NO_PROVENANCE  # where its numbers came from
+    blessed: bool = False  # its provenance is bless's record of runs and versions
+    red: bool = False  # regressed or failed: the last green night is shown
+    green: LastGreen | None = None  # None on a red night: never green in this runs root
+
+
+@dataclass(frozen=True)
+class HistorySection(Section[D]):
+    """A section whose macro lives in its own template file."""
+
+    @cached_property
+    def html(self) -> str:
+        macros = environment().get_template(HISTORY_TEMPLATE).module
+        return str(getattr(macros, self.key)(self.data)).strip()
+
+
+def _history(v: RunView) -> History:
+    used = v.checks.get("baseline")  # what the checks were judged against (checks.json)
+    used = used if isinstance(used, dict) else {}
+    record = used.get("provenance")
+    shown = History(baseline=str(used.get("path") or ""), provenance=_provenance_text(record),
+                    blessed=isinstance(record, dict) and record.get("source") == BLESSED)
+    status, _ = v.verdict
+    if status not in RED:
+        return shown
+    root = _runs_root(v)
+    this = entry_of(v.path, root, verdict=status, judged_now=True)  # judged with the file as it is
+    green = last_green(read_ledger(root, this.scenario, this.hardware), before=this) if this else None
+    if this is None or green is None:
+        return replace(shown, red=True)
+    changes = tuple(ChangeLine(c.kind, c.name, c.old, c.new) for c in changes_since(green, this))
+    return replace(shown, red=True, green=LastGreen(
+        date=date_text(green.date) if green.date else "unknown", run_id=green.run_id,
+        href=_report_link(v.path, root, green), verl_commit=green.commits.get("verl") or "unknown",
+        workbook_commit=green.commits.get("workbook") or "unknown", changes=changes))
+
+
+def _runs_root(v: RunView) -> Path:
+    """The runs root the run joined (run.json's ``runs_root``), else the folder above its
+    scenario's."""
+    recorded = v.run.get("runs_root")
+    if recorded and Path(str(recorded)).is_dir():
+        return Path(str(recorded))
+    return v.path.parents[1]
+
+
+def _report_link(run_dir: Path, root: Path, green: Entry) -> str | None:
+    """The green night's report relative to this run's, when it is a file of this runs root."""
+    target = Path(green.path)
+    report = (target if target.is_absolute() else root / target) / RUN_FILES["report"]
+    if report.is_symlink() or not report.is_file():
+        return None
+    if Path(root).resolve() not in report.resolve().parents:
+        return None
+    return quote(Path(os.path.relpath(report.resolve(), run_dir.resolve())).as_posix(), safe="/")
+
+
+def _provenance_text(record: Any) -> str:
+    """Where a baseline's numbers came from, in one line; NO_PROVENANCE when it does not say."""
+    if not isinstance(record, dict) or record.get("source") not in (BLESSED, IMPORTED):
+        return NO_PROVENANCE
+    if record["source"] == IMPORTED:
+        origin = record.get("origin") or record.get("imported_from")
+        return (f"{NO_PROVENANCE}: verl's Ascend baseline text" + (f" ({origin})" if origin else "")
+                + "; it records no versions or runs")
+    runs = record.get("runs") or record.get("run_ids") or []
+    created = record.get("created")
+    facts = [f"verl {record['verl_version']}" if record.get("verl_version") else None,
+             f"verl commit {str(record['verl_commit'])[:12]}" if record.get("verl_commit") else None,
+             f"workbook commit {str(record['workbook_commit'])[:12]}"
+             if record.get("workbook_commit") else None,
+             f"image {_image_text(record['image'])}" if record.get("image") else None]
+    shown = ", ".join(f for f in facts if f)
+    return (f"blessed {date_text(str(created)) if created else '(date not recorded)'} from "
+            f"{len(runs)} runs" + (f" ({shown})" if shown else ""))
+
+
+def _image_text(image: Any) -> str:
+    if not isinstance(image, dict):
+        return str(image)
+    return str(image.get("ref") or image.get("digest") or image.get("id") or "unknown")

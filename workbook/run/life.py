@@ -108,7 +108,8 @@ class Finished:
 
 
 def close(run: Any, *, announce: bool = True, rerender: bool = False) -> Finished:
-    """Close a run: record how it ended, judge it, render ``report.html``, update the index.
+    """Close a run: record how it ended, judge it, render ``report.html``, update the ledger
+    (:mod:`workbook.history.ledger`) and the index.
 
     ``run`` is a prepared ``Run``, a run directory, or a comparison (its folder holds
     ``comparison.json``: its page is rendered and the index updated). A run still marked
@@ -135,6 +136,8 @@ def close(run: Any, *, announce: bool = True, rerender: bool = False) -> Finishe
             done.done.append("report")
             step("record the report", lambda: _mark(rd, "report", inputs))
     done.report = report if report.is_file() else None
+    if done.done or _recorded(rd, "ledger") is None:  # before the index, which shows it
+        step("update the ledger", lambda: _ledger_step(rd))
     if done.done or _recorded(rd, "index") is None:
         from workbook.report.index import write_index
 
@@ -201,6 +204,18 @@ def _judge_step(rd: RunDir) -> bool:
     # the baseline the checks read is an input of the next judgement too
     _mark(rd, "judge", _inputs(rd, "judge", baseline=baseline), baseline=baseline)
     return True
+
+
+def _ledger_step(rd: RunDir) -> None:
+    """Put the run in its scenario's ledger (``workbook.history``), and record the baseline
+    file's digest as it was when the run was judged: a ledger rebuilt later reads it here."""
+    from workbook.history.ledger import record
+
+    root = rd.read_json("run").get("runs_root")
+    entry = record(rd.path, Path(root) if root else rd.path.parents[1])
+    baseline = entry.baseline if entry is not None else {}
+    _mark(rd, "ledger", "recorded" if entry is not None else "not a night",
+          baseline=baseline.get("path"), baseline_sha256=baseline.get("sha256"))
 
 
 def _checks(rd: RunDir) -> dict[str, Any]:

@@ -1,0 +1,13 @@
+"""The history of a scenario: a ledger of its judged nights, and what changed between two.
+
+:mod:`~workbook.history.ledger` keeps one entry per judged night per scenario and hardware (the
+run directories are the truth, the ledger file a cache of them); :mod:`~workbook.history.changes`
+says what differs between two entries: a red night's "what changed since the last green one",
+and the environment changes the index's trend charts mark.
+"""
+
+from workbook.history.changes import Change, changes_since, environment_changes
+from workbook.history.ledger import Entry, entry_of, last_green, read_all, read_ledger, record
+
+__all__ = ["Change", "Entry", "changes_since", "entry_of", "environment_changes", "last_green",
+           "read_all", "read_ledger", "record"]

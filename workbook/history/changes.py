@@ -1,0 +1,134 @@
+"""What changed between two nights of a scenario: pure functions of two ledger entries.
+
+A red night's report lists what changed since the last green night (:func:`changes_since`):
+package versions, verl and workbook commits, the image, the host, the hardware key, the
+baseline (its path or its content) and the scenario's settings. The index's trend charts mark
+the nights where the environment changed (:func:`environment_changes`): the same, less the
+settings (the scenario's own, shown with the run) and the workbook's commit (the tool that
+judges, which moves with every change to it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from workbook.history.ledger import Entry
+
+# a Change's kind, in the order a table lists them
+PACKAGE, COMMIT, IMAGE, HOST, HARDWARE, BASELINE, SETTING = (
+    "package", "commit", "image", "host", "hardware", "baseline", "setting")
+KINDS = (PACKAGE, COMMIT, IMAGE, HOST, HARDWARE, BASELINE, SETTING)
+WORKBOOK_COMMIT = "workbook commit"
+UNKNOWN = "unknown"
+ABSENT = "not installed"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One fact that differs: its kind, its name, what it was and what it is."""
+
+    kind: str
+    name: str
+    old: str
+    new: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.name}: {self.old} -> {self.new}"
+
+
+def changes_since(green: Entry, this: Entry) -> list[Change]:
+    """Everything that differs from ``green`` (the last green night) to ``this``, by kind."""
+    return [
+        *_mapping(PACKAGE, green.versions, this.versions, absent=ABSENT),
+        *_commits(green.commits, this.commits),
+        *_one(IMAGE, "image", _image_text(green.image), _image_text(this.image)),
+        *_one(HOST, "host", green.host or UNKNOWN, this.host or UNKNOWN),
+        *_one(HARDWARE, "hardware key", _key_text(green.hardware_key),
+              _key_text(this.hardware_key)),
+        *_baseline(green.baseline, this.baseline),
+        *_settings(green.settings, this.settings),
+    ]
+
+
+def environment_changes(before: Entry, after: Entry) -> list[Change]:
+    """What a trend chart marks between two consecutive nights: the environment only."""
+    return [c for c in changes_since(before, after)
+            if c.kind != SETTING and c.name != WORKBOOK_COMMIT]
+
+
+def _one(kind: str, name: str, old: str, new: str) -> list[Change]:
+    return [] if old == new else [Change(kind, name, old, new)]
+
+
+def _mapping(kind: str, old: Mapping[str, Any], new: Mapping[str, Any], *, absent: str,
+             suffix: str = "") -> list[Change]:
+    found = []
+    for name in sorted(set(old) | set(new), key=str.lower):
+        before, after = old.get(name), new.get(name)
+        if before != after:
+            found.append(Change(kind, f"{name}{suffix}", _text(before, absent),
+                                _text(after, absent)))
+    return found
+
+
+def _commits(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
+    return _mapping(COMMIT, old, new, absent=UNKNOWN, suffix=" commit")
+
+
+def _baseline(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
+    """Another baseline file, or the same file with other content (blessed again)."""
+    if old.get("path") != new.get("path"):
+        return [Change(BASELINE, "baseline", _text(old.get("path"), "none"),
+                       _text(new.get("path"), "none"))]
+    return _one(BASELINE, "baseline content (sha256)", _short(old.get("sha256")),
+                _short(new.get("sha256")))
+
+
+def _settings(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
+    """Each setting that differs; an override added or dropped, by itself."""
+    found = []
+    for name in sorted(set(old) | set(new)):
+        if name == "overrides":
+            before, after = set(old.get(name) or []), set(new.get(name) or [])
+            found += [Change(SETTING, f"override {item}", "set", "not set")
+                      for item in sorted(before - after)]
+            found += [Change(SETTING, f"override {item}", "not set", "set")
+                      for item in sorted(after - before)]
+        elif old.get(name) != new.get(name):
+            found.append(Change(SETTING, name, _text(old.get(name), "unset"),
+                                _text(new.get(name), "unset")))
+    return found
+
+
+def _image_text(image: Mapping[str, Any] | None) -> str:
+    """Which image: its name (and digest), or its id; a container's own id says nothing of it."""
+    if not image:
+        return UNKNOWN
+    ref, digest, ident = image.get("ref"), image.get("digest"), image.get("id")
+    if ref and digest and str(digest) not in str(ref):
+        return f"{ref} ({digest})"
+    return str(ref or digest or ident or UNKNOWN)
+
+
+def _key_text(key: Mapping[str, Any] | None) -> str:
+    if not key:
+        return UNKNOWN
+    count = f" x {key['count']}" if key.get("count") is not None else ""
+    return f"{key.get('profile') or UNKNOWN}: {key.get('device') or UNKNOWN}{count}"
+
+
+def _short(digest: Any) -> str:
+    return str(digest)[:12] if digest else UNKNOWN
+
+
+def _text(value: Any, absent: str) -> str:
+    if value is None:
+        return absent
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+__all__ = ["BASELINE", "COMMIT", "HARDWARE", "HOST", "IMAGE", "KINDS", "PACKAGE", "SETTING",
+           "Change", "changes_since", "environment_changes"]
