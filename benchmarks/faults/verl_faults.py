@@ -9,8 +9,9 @@ In the training path (verl's policy loss, patched when ``import verl`` runs):
 
     pg_loss_x2      the policy loss doubled in its aggregation (a loss-scaling bug)
     ignore_clip     the clip bounds ignored: the importance ratio is never clipped
-    slow_update     every policy-loss evaluation 1.2 s slower (about +50 % step time on the tiny
-                    CPU scenario with replayed rollouts: a performance regression in training)
+    slow_update     every policy-loss evaluation 1.2 s slower (+74 % step time, +108 % actor update
+                    on the tiny CPU scenario with replayed rollouts, 3 runs on an idle 2-core VM:
+                    a performance regression in training)
     kill_worker@K   the training worker killed (SIGKILL) once step K's update starts
     crash@K         the policy loss raises (a Python exception in the worker) at step K
     nan_loss@K      the policy loss NaN from step K on

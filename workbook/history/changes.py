@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbook.history.ledger import Entry
+from workbook.params.settings import changed
 
 # a Change's kind, in the order a table lists them
 PACKAGE, COMMIT, IMAGE, HOST, HARDWARE, BASELINE, SETTING = (
@@ -90,16 +91,12 @@ def _baseline(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
 def _settings(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
     """Each setting that differs; an override added or dropped, by itself."""
     found = []
-    for name in sorted(set(old) | set(new)):
-        if name == "overrides":
-            before, after = set(old.get(name) or []), set(new.get(name) or [])
-            found += [Change(SETTING, f"override {item}", "set", "not set")
-                      for item in sorted(before - after)]
-            found += [Change(SETTING, f"override {item}", "not set", "set")
-                      for item in sorted(after - before)]
-        elif old.get(name) != new.get(name):
-            found.append(Change(SETTING, name, _text(old.get(name), "unset"),
-                                _text(new.get(name), "unset")))
+    for name, before, after in changed(old, new):
+        if name.startswith("override ") and isinstance(before, bool):
+            found.append(Change(SETTING, name, "set" if before else "not set",
+                                "set" if after else "not set"))
+        else:
+            found.append(Change(SETTING, name, _text(before, "unset"), _text(after, "unset")))
     return found
 
 

@@ -49,17 +49,28 @@ def settings_of(scenario: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """Each setting that differs as ``(name, before, after)``, by name; an override added or
+    dropped is one item by itself, ``("override X", True, False)`` for one dropped."""
+    found: list[tuple[str, Any, Any]] = []
+    for name in sorted(set(before) | set(after)):
+        if name == "overrides":
+            old, new = set(before.get(name) or []), set(after.get(name) or [])
+            found += [(f"override {item}", True, False) for item in sorted(old - new)]
+            found += [(f"override {item}", False, True) for item in sorted(new - old)]
+        elif before.get(name) != after.get(name):
+            found.append((name, before.get(name), after.get(name)))
+    return found
+
+
 def differences(baseline: Mapping[str, Any], run: Mapping[str, Any]) -> list[str]:
     """What differs, one phrase per setting (``clip_ratio_high 0.0004 -> 0.0006``)."""
     found = []
-    for name in sorted(set(baseline) | set(run)):
-        if name == "overrides":
-            gone = sorted(set(baseline.get(name) or []) - set(run.get(name) or []))
-            new = sorted(set(run.get(name) or []) - set(baseline.get(name) or []))
-            found += [f"override {item} dropped" for item in gone]
-            found += [f"override {item} added" for item in new]
-        elif baseline.get(name) != run.get(name):
-            found.append(f"{name} {_text(baseline.get(name))} -> {_text(run.get(name))}")
+    for name, old, new in changed(baseline, run):
+        if name.startswith("override ") and isinstance(old, bool):
+            found.append(f"{name} {'dropped' if old else 'added'}")
+        else:
+            found.append(f"{name} {_text(old)} -> {_text(new)}")
     return found
 
 
