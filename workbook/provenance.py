@@ -353,6 +353,34 @@ def _container_id(root: Path) -> str | None:
     return None
 
 
+def cpu_identity() -> str | None:
+    """The CPU's model name with its vendor, family and model numbers, e.g. ``AMD EPYC
+    (AuthenticAMD family 25 model 17)``; None where /proc/cpuinfo cannot be read.
+
+    A cloud VM's model name is often masked (``AMD EPYC``), so the numbers are what tell one
+    generation from another: two machines with the same name can run the same step at speeds
+    far apart.
+    """
+    fields: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                break  # the first processor's block is enough
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip().lower(), value.strip())
+    except OSError:
+        return None
+    name = fields.get("model name") or fields.get("cpu model") or fields.get("hardware") or ""
+    numbers = " ".join(part for part in (
+        fields.get("vendor_id", ""),
+        f"family {fields['cpu family']}" if fields.get("cpu family") else "",
+        f"model {fields['model']}" if fields.get("model") else "",
+        f"part {fields['cpu part']}" if fields.get("cpu part") else "") if part)
+    if not name and not numbers:
+        return None
+    return f"{name} ({numbers})" if name and numbers else name or numbers
+
+
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():

@@ -12,7 +12,9 @@ from workbook.checks.baseline import Baseline, BaselineMetric, baseline_from_dic
 from workbook.checks.conditions import (
     BUSY_MARGIN_CORES,
     CALIBRATION_MARGIN,
+    STEAL_MARGIN_CORES,
     blessed_conditions,
+    described,
     timing_comparable,
     unlike_conditions,
 )
@@ -27,21 +29,34 @@ def run(others: float | None = 0.3, calibration: float | None = 0.08, cpus: int 
     return {k: v for k, v in found.items() if v is not None}
 
 
+EPYC = "AMD EPYC (AuthenticAMD family 25 model 17)"
+XEON = "Intel Xeon (GenuineIntel family 6 model 143)"
+STILL = {"steal_cores": 0.0, "steal_cores_max": 0.0}  # what run() records: nothing stolen
+
+
 # --- blessed_conditions ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("runs, expected", [
     pytest.param([run(0.2, 0.08), run(0.4, 0.10), run(0.3, 0.09)],
                  {"others_cores": 0.3, "others_cores_max": 0.4, "calibration_s": 0.09, "cpus": 2,
-                  "n": 3}, id="three-runs"),
+                  **STILL, "n": 3}, id="three-runs"),
     pytest.param([run(0.2, 0.08), {}, None], {"others_cores": 0.2, "others_cores_max": 0.2,
-                                              "calibration_s": 0.08, "cpus": 2, "n": 1},
+                                              "calibration_s": 0.08, "cpus": 2, **STILL, "n": 1},
                  id="runs-without-conditions-left-out"),
     pytest.param([run(0.2, None), run(0.4, None)],
-                 {"others_cores": 0.3, "others_cores_max": 0.4, "cpus": 2, "n": 2},
+                 {"others_cores": 0.3, "others_cores_max": 0.4, "cpus": 2, **STILL, "n": 2},
                  id="no-calibration-recorded"),
     pytest.param([run(0.2, 0.08), run(0.4, None)],
                  {"others_cores": 0.3, "others_cores_max": 0.4, "calibration_s": 0.08, "cpus": 2,
-                  "n": 2}, id="calibration-of-the-runs-that-timed-it"),
+                  **STILL, "n": 2}, id="calibration-of-the-runs-that-timed-it"),
+    pytest.param([run(0.2, 0.08, steal_cores=0.01, cpu=EPYC),
+                  run(0.4, 0.08, steal_cores=0.03, cpu=EPYC)],
+                 {"others_cores": 0.3, "others_cores_max": 0.4, "calibration_s": 0.08, "cpus": 2,
+                  "steal_cores": 0.02, "steal_cores_max": 0.03, "cpu": EPYC, "n": 2},
+                 id="steal-and-the-cpu-they-ran-on"),
+    pytest.param([run(0.2, 0.08, cpu=EPYC), run(0.4, 0.08, cpu=XEON)],
+                 {"others_cores": 0.3, "others_cores_max": 0.4, "calibration_s": 0.08, "cpus": 2,
+                  **STILL, "n": 2}, id="no-cpu-when-they-differ"),
     pytest.param([{}, None], {}, id="none-recorded"),
     pytest.param([], {}, id="no-runs"),
     pytest.param([{"others_cores": "busy", "cpus": 2}], {}, id="not-a-number-is-not-recorded"),
@@ -89,6 +104,17 @@ BLESSED = {"others_cores": 0.30, "others_cores_max": 0.35, "calibration_s": 0.08
     pytest.param(run(0.30, 0.112), {**BLESSED, "calibration_s": 0.0}, None,
                  id="a-zero-calibration-says-nothing"),
     pytest.param({"others_cores": "a lot"}, BLESSED, None, id="not-a-number-says-nothing"),
+    pytest.param(run(0.30, 0.080, calibration_after_s=0.112), BLESSED, ["1.40x slower"],
+                 id="slower-after-the-run"),
+    pytest.param(run(0.30, 0.080, steal_cores=STEAL_MARGIN_CORES), BLESSED, None,
+                 id="steal-at-the-margin"),
+    pytest.param(run(0.30, 0.080, steal_cores=0.45), {**BLESSED, "steal_cores": 0.01},
+                 ["the host was busy with other machines: its hypervisor took 0.45 cores from "
+                  "this VM while the run went, 0.01 at blessing"], id="stolen-by-the-hypervisor"),
+    pytest.param(run(0.30, 0.080, cpu=XEON), {**BLESSED, "cpu": EPYC},
+                 [f"another CPU: {XEON}, blessed on {EPYC}"], id="another-cpu"),
+    pytest.param(run(0.30, 0.080, cpu=EPYC), {**BLESSED, "cpu": EPYC}, None, id="the-same-cpu"),
+    pytest.param(run(0.30, 0.080, cpu=XEON), BLESSED, None, id="baseline-without-a-cpu"),
 ])
 def test_a_timing_is_comparable_unless_the_machine_was_busier_or_slower(
         conditions: dict[str, Any] | None, blessed: dict[str, Any] | None,
@@ -104,7 +130,21 @@ def test_a_timing_is_comparable_unless_the_machine_was_busier_or_slower(
 
 
 def test_the_margins_are_the_ones_documented() -> None:
-    assert (BUSY_MARGIN_CORES, CALIBRATION_MARGIN) == (0.25, 1.25)
+    assert (BUSY_MARGIN_CORES, CALIBRATION_MARGIN, STEAL_MARGIN_CORES) == (0.25, 1.10, 0.10)
+
+
+@pytest.mark.parametrize("conditions, blessed, text", [
+    pytest.param(run(0.05, 0.0243, cpu=EPYC), {**BLESSED, "steal_cores": 0.0},
+                 "machine: others 0.05 cores (0.30 cores at blessing), stolen 0.00 (0.00 at "
+                 "blessing), calibration 0.0243 s (0.08 s at blessing), on " + EPYC,
+                 id="then-and-now"),
+    pytest.param(run(0.05, None), None, "machine: others 0.05 cores, stolen 0.00", id="no-baseline"),
+    pytest.param({}, BLESSED, "", id="nothing-recorded"),
+    pytest.param(None, BLESSED, "", id="no-conditions"),
+])
+def test_a_failed_timing_describes_the_machine_then_and_now(
+        conditions: dict[str, Any] | None, blessed: dict[str, Any] | None, text: str) -> None:
+    assert described(conditions, blessed) == text
 
 
 # --- the baseline file's `conditions` -------------------------------------------------------------
@@ -148,6 +188,10 @@ def test_a_baseline_without_conditions_writes_no_key_and_reads_none(tmp_path: Pa
     pytest.param({"cpus": 2.5}, "conditions.cpus: expected a whole number", id="half-a-cpu"),
     pytest.param({"others_core": 0.3}, "conditions.others_core: unknown key; known: "
                                        "others_cores", id="misspelt-key"),
+    pytest.param({"cpu": 25}, "conditions.cpu: expected text", id="cpu-not-text"),
+    pytest.param({"cpu": ""}, "conditions.cpu: expected text", id="cpu-empty"),
+    pytest.param({"steal_cores": -1}, "conditions.steal_cores: expected a finite number >= 0",
+                 id="negative-steal"),
 ])
 def test_a_baseline_whose_conditions_cannot_be_right_is_refused(conditions: Any,
                                                                 words: str) -> None:
@@ -173,6 +217,8 @@ def test_a_baseline_with_conditions_refused_on_save_writes_nothing(tmp_path: Pat
     pytest.param([0.04, 0.29], [0.024] * 2, None, id="within-the-margin"),
     pytest.param([0.04, 0.30], [0.024] * 2, "busier during b", id="beyond-the-margin"),
     pytest.param([0.05] * 3, [0.024, 0.024, 0.031], "1.29x slower during c", id="a-slower-cpu"),
+    pytest.param([0.05] * 3, [0.024, 0.024, 0.0265], "1.10x slower during c",
+                 id="ten-percent-slower"),
     pytest.param([None, 0.9, None], [None] * 3, None, id="one-recorded"),
 ])
 def test_runs_measured_on_unlike_machines_are_named(others: list[Any], calibrations: list[Any],
@@ -181,5 +227,24 @@ def test_runs_measured_on_unlike_machines_are_named(others: list[Any], calibrati
     names = ["a", "b", "c"][:len(conditions)]
 
     why = unlike_conditions(conditions, names)
+
+    assert (why is None) if found is None else (why is not None and found in why), why
+
+
+@pytest.mark.parametrize("extra, found", [
+    pytest.param([{}, {}, {}], None, id="alike"),
+    pytest.param([{"cpu": EPYC}, {"cpu": EPYC}, {"cpu": XEON}], f"a ran on {EPYC} and c on {XEON}",
+                 id="another-cpu"),
+    pytest.param([{"steal_cores": 0.0}, {"steal_cores": 0.4}, {}],
+                 "the hypervisor took 0.40 cores from the machine during b, 0.00 during a",
+                 id="a-busy-host"),
+    pytest.param([{"steal_cores": 0.0}, {"steal_cores": STEAL_MARGIN_CORES}, {}], None,
+                 id="steal-within-the-margin"),
+])
+def test_runs_on_another_cpu_or_a_busy_host_are_not_blessed_together(
+        extra: list[dict[str, Any]], found: str | None) -> None:
+    conditions = [{"others_cores": 0.05, "calibration_s": 0.024, **e} for e in extra]
+
+    why = unlike_conditions(conditions, ["a", "b", "c"])
 
     assert (why is None) if found is None else (why is not None and found in why), why

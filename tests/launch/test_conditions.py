@@ -41,8 +41,17 @@ def test_a_busy_child_is_the_runs_and_an_orphan_is_someone_elses(tmp_path: Path)
     assert found.others_cores * found.wall_s >= orphan_cpu - 2.2, (found, orphan_cpu)
     assert found.run_cores * found.wall_s <= child_cpu + own + 0.3, (found, child_cpu, own)
     assert set(found.to_dict()) == {"wall_s", "cpus", "run_cores", "others_cores", "steal_cores",
-                                    "load_1m", "calibration_s"}
+                                    "load_1m", "cpu"}  # no calibration was asked for
 
 
 def test_calibration_is_a_positive_time() -> None:
     assert 0 < calibrate() < 30
+
+
+def test_the_cpu_is_calibrated_before_and_after_the_run() -> None:
+    with watching() as watch:
+        time.sleep(0.1)
+    found = watch.stop().to_dict()  # stopping twice gives the same conditions
+
+    assert 0 < found["calibration_s"] < 30 and 0 < found["calibration_after_s"] < 30
+    assert found["cpu"]

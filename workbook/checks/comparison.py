@@ -23,11 +23,12 @@ explicit ``finite``/``bounds`` policies add their own rows for any metric.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, TypedDict
 
 from workbook.checks.bands import Band, band_for, basis, compares, step_band_for
 from workbook.checks.baseline import Baseline, BaselineMetric
-from workbook.checks.conditions import timing_comparable
+from workbook.checks.conditions import described, timing_comparable
 from workbook.checks.domains import depends_on_hardware, meaningless_when_replayed, unmeasured
 from workbook.checks.evidence import Evidence
 from workbook.checks.reductions import WINDOWED, ReductionError, reduce_series, window_text
@@ -91,11 +92,23 @@ def baseline_row(evidence: Evidence, policy: MetricPolicy, baseline: Baseline | 
         return error_row(name, "baseline", str(exc), **info)
     band = band_for(policy, entry, reference)
     if basis(policy, entry, band) == BY_STEPS:
-        return _per_step_row(name, policy, entry, series, info, _replay_note(replayed))
-    if band is None:
+        row = _per_step_row(name, policy, entry, series, info, _replay_note(replayed))
+    elif band is None:
         return error_row(name, "baseline", f"{metric}: no tolerance; bless the baseline from "
                                            "3 or more runs, or set atol, rtol or k", **info)
-    return _compared_row(name, policy, entry, band, value, steps, note + _replay_note(replayed))
+    else:
+        row = _compared_row(name, policy, entry, band, value, steps,
+                            note + _replay_note(replayed))
+    return _with_machine(row, evidence, baseline)
+
+
+def _with_machine(row: CheckRow, evidence: Evidence, baseline: Baseline | None) -> CheckRow:
+    """A timing that failed says what the machine was like, then and now: the first thing to
+    rule out before blaming the trainer."""
+    if row.status != FAIL or baseline is None or not depends_on_hardware(row.metric or ""):
+        return row
+    machine = described(evidence.run.get("conditions"), baseline.conditions)
+    return replace(row, message=f"{row.message}; {machine}") if machine else row
 
 
 def _per_step_row(name: str, policy: MetricPolicy, entry: BaselineMetric,

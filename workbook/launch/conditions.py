@@ -9,9 +9,12 @@ else ran there. So every run records, beside its metrics, what the machine gave 
 - ``run_cores``: the run's own processes, in cores;
 - ``steal_cores``: CPU a hypervisor took from this VM;
 - ``load_1m``: the mean one-minute load average while it ran;
-- ``calibration_s``: a fixed single-threaded workload timed just before the run (best of three),
-  which moves with the CPU's speed (frequency, a slower machine of the same model), not with
-  what else runs on another core.
+- ``calibration_s`` and ``calibration_after_s``: a fixed single-threaded workload timed just
+  before the run and just after it (best of three each), which moves with the CPU's speed
+  (frequency, a slower machine of the same model, a host busy with other VMs), not with what
+  else runs on another core;
+- ``cpu``: the CPU's name with its family and model numbers (:func:`provenance.cpu_identity`),
+  since a cloud VM's name alone ("AMD EPYC") does not tell one generation from another.
 
 The checks compare these with the baseline's own (``bless`` records them) before they compare
 timings: see :mod:`workbook.checks.conditions`.
@@ -29,6 +32,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from workbook import provenance
 from workbook.launch import processes
 
 INTERVAL_S = 2.0  # a snapshot of ~150 processes costs ~30 ms of CPU
@@ -48,9 +52,12 @@ class Conditions:
     steal_cores: float
     load_1m: float
     calibration_s: float | None = None
+    calibration_after_s: float | None = None
+    cpu: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(self).items()}
+        return {k: round(v, 4) if isinstance(v, float) else v
+                for k, v in asdict(self).items() if v is not None}
 
 
 def calibrate() -> float:
@@ -80,6 +87,8 @@ class Watch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="workbook-conditions", daemon=True)
         self.calibration_s: float | None = None
+        self.calibration_after_s: float | None = None
+        self.calibrate_after = False
         self._start = time.monotonic()
         snapshot, self._busy0, self._steal0 = processes.cpu_snapshot()
         self._busy1, self._steal1 = self._busy0, self._steal0
@@ -91,9 +100,12 @@ class Watch:
         return self
 
     def stop(self) -> Conditions:
-        self._stop.set()
-        self._thread.join(timeout=10)
-        self._sample()
+        if not self._stop.is_set():
+            self._stop.set()
+            self._thread.join(timeout=10)
+            self._sample()
+            if self.calibrate_after:  # the CPU's speed may have changed while the run went
+                self.calibration_after_s = calibrate()
         return self.result()
 
     def result(self) -> Conditions:
@@ -108,6 +120,8 @@ class Watch:
             steal_cores=max(0.0, self._steal1 - self._steal0) / wall,
             load_1m=statistics.fmean(self._loads) if self._loads else processes.load_average(),
             calibration_s=self.calibration_s,
+            calibration_after_s=self.calibration_after_s,
+            cpu=provenance.cpu_identity(),
         )
 
     def _loop(self) -> None:
@@ -161,9 +175,9 @@ def watching(cluster_dirs: Sequence[str] = (), *, calibrate_first: bool = True
     calibration = calibrate() if calibrate_first else None
     watch = Watch(os.getpid(), cluster_dirs)
     watch.calibration_s = calibration
+    watch.calibrate_after = calibrate_first
     watch.start()
     try:
         yield watch
     finally:
-        if not watch._stop.is_set():
-            watch.stop()
+        watch.stop()
