@@ -18,7 +18,7 @@ from workbook.checks.verdict import Verdict
 
 IMPROVED = Verdict(
     "improved", "1 metric improved beyond its band: propose a baseline refresh: workbook "
-    "bless --scenario params/npu.yaml RUN_A RUN_B RUN_C (three recent green runs); improved: timing_s/step; all 2 checks passed or improved",
+    "baseline propose npu; improved: timing_s/step; all 2 checks passed or improved",
     rows=[CheckRow("run completed", "run", "pass"),
           CheckRow("timing_s/step vs baseline", "baseline", "improved", value=9.0,
                    expected="<= 10.5", message="improved by 0.5 beyond 9.5",

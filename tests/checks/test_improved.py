@@ -170,9 +170,8 @@ def test_memory_down_15_and_throughput_up_6_percent_is_improved_and_exits_0() ->
 
     assert (verdict.status, verdict.exit_code) == ("improved", 0)
     assert verdict.reason == (
-        "2 metrics improved beyond their bands: propose a baseline refresh: workbook bless "
-        "--scenario params/gspo-handmade.yaml RUN_A RUN_B RUN_C (three recent green runs); "
-        "improved: actor/perf/max_memory_allocated_gb, perf/throughput; all 5 checks passed or "
+        "2 metrics improved beyond their bands: propose a baseline refresh: workbook baseline "
+        "propose gspo-handmade; improved: actor/perf/max_memory_allocated_gb, perf/throughput; all 5 checks passed or "
         "improved")
     counts = verdict.summary()["counts"]
     assert (counts["improved"], counts["pass"], counts["fail"]) == (2, 3, 0)
@@ -186,7 +185,7 @@ def test_one_improved_metric_is_said_in_the_singular_with_what_was_set_aside() -
 
     assert verdict.status == "improved"
     assert verdict.reason.startswith("1 metric improved beyond its band: propose a baseline "
-                                     "refresh: workbook bless --scenario params/gspo-handmade.yaml")
+                                     "refresh: workbook baseline propose gspo-handmade;")
     assert verdict.reason.endswith("; 1 not measured on this hardware")
 
 
@@ -224,12 +223,9 @@ def test_passed_stays_as_it_was_when_nothing_improved() -> None:
 
 
 REFRESH = [
-    ("gspo-tiny-1n1cpu-fsdp2-vllm", "workbook bless --scenario "
-     "params/gspo-tiny-1n1cpu-fsdp2-vllm.yaml RUN_A RUN_B RUN_C (three recent green runs)"),
-    ("my scenario", "workbook bless --scenario 'params/my scenario.yaml' RUN_A RUN_B RUN_C "
-     "(three recent green runs)"),
-    (None, "workbook bless --scenario params/<scenario>.yaml RUN_A RUN_B RUN_C (three recent "
-     "green runs)"),
+    ("gspo-tiny-1n1cpu-fsdp2-vllm", "workbook baseline propose gspo-tiny-1n1cpu-fsdp2-vllm"),
+    ("my scenario", "workbook baseline propose 'my scenario'"),
+    (None, "workbook baseline propose <scenario>"),
 ]
 
 

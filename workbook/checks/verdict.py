@@ -55,10 +55,11 @@ def exit_code_of(status: str | None) -> int:
 
 
 def refresh_hint(scenario: str | None) -> str:
-    """The command that blesses a fresh baseline for ``scenario``: the one place its text is
-    written, so every reason, page and log that suggests a refresh says the same."""
-    params = shlex.quote(f"params/{scenario}.yaml") if scenario else "params/<scenario>.yaml"
-    return f"workbook bless --scenario {params} RUN_A RUN_B RUN_C (three recent green runs)"
+    """The command that proposes a fresh baseline for ``scenario`` from its last green nights:
+    the one place its text is written, so every reason, page and log that suggests a refresh
+    says the same."""
+    name = shlex.quote(scenario) if scenario else "<scenario>"
+    return f"workbook baseline propose {name}"
 
 
 @dataclass

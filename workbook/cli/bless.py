@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
-from workbook.checks.baseline import Baseline, import_ascend_text, read_baseline_text
+from workbook.checks.baseline import (
+    Baseline,
+    import_ascend_text,
+    load_baseline,
+    read_baseline_text,
+)
 from workbook.checks.blessing import bless
 from workbook.checks.spec import CheckSpec, parse_checks
 from workbook.errors import BaselineError, ParamsError
+from workbook.history.proposal import DEFAULT_LAST, MIN_SOURCES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,6 +50,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--scenario", help="scenario name to record")
     imp.add_argument("--origin", help="where the text came from (repository@commit:path)")
     imp.set_defaults(handler=run_import)
+
+    propose = group.add_parser(
+        "propose", help="bless a candidate from the last green nights and write a review page",
+        description="Take the last N green nights of the scenario's ledger with its current "
+        "settings on one hardware key, bless a candidate baseline from them (as bless does) and "
+        "compare it with the scenario's blessed baseline: per metric old and new value, delta, "
+        "delta in old sigmas and the symmetric KL divergence; what changed between their runs; "
+        "and each red night since the blessed baseline, judged again against the candidate. "
+        "Nothing in params/ is written: copy the candidate over the baseline after review. "
+        "Fewer than 3 such nights is exit 2.",
+        epilog="examples:\n  workbook baseline propose gspo-tiny-1n1cpu-fsdp2-vllm\n"
+        "  workbook baseline propose params/gspo-tiny-1n1cpu-fsdp2-vllm.yaml --last 3",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    propose.add_argument("scenario", metavar="SCENARIO", help="scenario name or params path")
+    propose.add_argument("--runs-root", type=Path, help="runs root holding the ledger "
+                         "(default $WORKBOOK_RUNS, else the project's runs/)")
+    propose.add_argument("--last", type=int, default=DEFAULT_LAST,
+                         help=f"how many green nights to bless from (default {DEFAULT_LAST}, at "
+                         f"least {MIN_SOURCES})")
+    propose.add_argument("--out", type=Path, metavar="DIR", help="folder for the candidate and "
+                         "its review page (default <runs root>/proposals/<scenario>.<hardware>/"
+                         "<UTC stamp>/)")
+    propose.set_defaults(handler=run_propose)
 
 
 def run_bless(args: argparse.Namespace) -> int:
@@ -80,6 +110,56 @@ def run_import(args: argparse.Namespace) -> int:
     baseline.save(args.out)
     _summary(baseline)
     return 0
+
+
+def run_propose(args: argparse.Namespace) -> int:
+    """Bless a candidate from the ledger's last green nights and write its review page."""
+    from workbook.core.layout import PROPOSAL_PAGE, proposal_dir
+    from workbook.core.project import find_scenario, runs_root
+    from workbook.history import proposal
+    from workbook.history.ledger import read_ledger
+    from workbook.params.settings import settings_of
+    from workbook.report.proposal import review, write_review
+    from workbook.scenario import load_scenario
+
+    path = find_scenario(_scenario_path(args.scenario))
+    spec, blessed_path = _scenario_checks(path, None)
+    resolved = load_scenario(path, check_files=False).model_dump(mode="json")
+    name, hardware = str(resolved["name"]), str(resolved.get("profile") or "unknown")
+    if blessed_path is None or not blessed_path.is_file():
+        raise BaselineError(f"{path}: no blessed baseline to compare a candidate with "
+                            f"({blessed_path or 'checks.baseline is not set'}); bless the first "
+                            "one with workbook bless --scenario")
+    blessed = load_baseline(blessed_path)
+    root = (args.runs_root or runs_root()).resolve()
+    ledger = read_ledger(root, name, hardware)
+    chosen = proposal.select_sources(ledger, settings_of(resolved), args.last)
+    out = args.out or proposal_dir(root, name, hardware)
+    dirs = [_night_dir(root, e.path) for e in chosen.sources]
+    candidate = bless(dirs, out / blessed_path.name, spec=spec, hardware=hardware, scenario=name)
+    rejudged = proposal.rejudge(proposal.red_since(ledger, blessed), root, out / blessed_path.name,
+                                (resolved, path.parent))
+    next_step = f"cp {shlex.quote(str(candidate.path))} {shlex.quote(str(blessed_path))}"
+    page = write_review(out / PROPOSAL_PAGE, review(
+        scenario=name, hardware=hardware, candidate=candidate, blessed=blessed,
+        next_step=next_step, metrics=proposal.metric_changes(blessed, candidate),
+        changes=proposal.provenance_changes(blessed, candidate), sources=chosen.sources,
+        rejudged=rejudged, runs_root=root, page_dir=out))
+    turned = sum(r.turned_green for r in rejudged)
+    print(f"candidate: {candidate.path} ({len(candidate.metrics)} metrics from "
+          f"{len(dirs)} green nights)")
+    print(f"review: {page} ({turned} of {len(rejudged)} red nights turn green)")
+    print(f"after review: {next_step}  # then commit it")
+    return 0
+
+
+def _scenario_path(given: str) -> str:
+    """A bare scenario name is its params file."""
+    return given if given.endswith((".yaml", ".yml")) or "/" in given else f"{given}.yaml"
+
+
+def _night_dir(root: Path, path: str) -> Path:
+    return Path(path) if Path(path).is_absolute() else root / path
 
 
 def _summary(baseline: Baseline) -> None:
