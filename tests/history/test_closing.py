@@ -61,3 +61,30 @@ def test_the_baseline_digest_is_the_one_the_run_was_judged_with(tmp_path: Path) 
 
     assert [e.baseline for e in rebuilt] == [{"path": str(baseline), "sha256": judged_with}]
     assert rd.read_json("run")["closed"]["ledger"]["baseline_sha256"] == judged_with
+
+
+def test_a_noisy_metric_is_suspect_on_its_first_night_beyond_and_regressed_on_its_second(
+        tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    baseline = tmp_path / "slow.cpu.json"  # any real step time is far above 1 ms
+    baseline.write_text('{"metrics": {"timing_s/step": {"value": 0.001, "reduce": "mean"}}}',
+                        encoding="utf-8")
+    verdicts, statuses = [], []
+    for hour in (10, 11):
+        rd = RunDir.create(root, SCENARIO)
+        shutil.copyfile(LOG, rd.file("log"))
+        rd.update_run(run_id=rd.run_id, scenario=SCENARIO, status="running", expected_steps=4,
+                      runs_root=str(root), notebook="gspo", profile="cpu",
+                      started_at=f"2026-12-01T{hour}:00:00Z")
+        rd.file("params").write_text(
+            f"profile: cpu\ntotal_training_steps: 4\nchecks:\n  baseline: {baseline}\n"
+            "  defaults: false\n  window: [1, 4]\n  metrics:\n"
+            "    timing_s/step: {rtol: 0.05, confirm_nights: 2}\n", encoding="utf-8")
+        life.record_outcome(rd, Outcome("succeeded", 0, f"2026-12-01T{hour}:00:00Z",
+                                        f"2026-12-01T{hour}:03:00Z", 180.0), expected_steps=4)
+        assert not life.close(rd, announce=False).errors
+        verdicts.append(rd.verdict()["status"])
+        statuses.append(read_all(root)[(SCENARIO, "cpu")][-1].comparisons)
+
+    assert verdicts == ["suspect", "regressed"]
+    assert statuses == [{"timing_s/step": "suspect"}, {"timing_s/step": "fail"}]

@@ -16,6 +16,7 @@ from workbook.history.ledger import (
     entry_of,
     last_green,
     ledger_file,
+    previous_comparisons,
     read_all,
     read_file,
     read_ledger,
@@ -199,3 +200,49 @@ def test_the_image_the_runs_own_environment_names_is_its_image(tmp_path: Path) -
 
     assert entry is not None
     assert entry.image == {"ref": named, "digest": "sha256:" + "a" * 64, "source": "WORKBOOK_IMAGE"}
+
+
+def test_an_entry_keeps_each_compared_metrics_status_through_its_file(tmp_path: Path) -> None:
+    run = night(tmp_path, 3, "regressed")
+    checks = json.loads((run / "checks.json").read_text(encoding="utf-8"))
+    checks["rows"] += [{"name": "perf/throughput vs baseline", "kind": "baseline",
+                        "metric": "perf/throughput", "status": "suspect"},
+                       {"name": "perf/throughput vs baseline", "kind": "baseline",
+                        "metric": "perf/throughput", "status": "pass"},  # the first row counts
+                       {"name": "loss finite", "kind": "finite", "metric": "actor/pg_loss",
+                        "status": "fail"}]
+    (run / "checks.json").write_text(json.dumps(checks), encoding="utf-8")
+
+    entry = entry_of(run, tmp_path)
+    path = tmp_path / "ledger.jsonl"
+    path.write_text(dump([entry]), encoding="utf-8")
+
+    assert entry is not None
+    assert entry.comparisons == {"timing_s/step": "fail", "perf/throughput": "suspect"}
+    assert read_file(path) == [entry]
+
+
+def test_an_entry_written_before_comparisons_were_kept_still_loads(tmp_path: Path) -> None:
+    entry = entry_of(night(tmp_path, 3), tmp_path)
+    assert entry is not None
+    old = {k: v for k, v in entry.to_dict().items() if k != "comparisons"}
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps(old) + "\n", encoding="utf-8")
+
+    (loaded,) = read_file(path)
+
+    assert loaded.comparisons == {} and loaded.run_id == entry.run_id
+
+
+def test_the_previous_nights_statuses_are_newest_first_and_leave_the_run_out(
+        tmp_path: Path) -> None:
+    for day, verdict in ((1, "passed"), (2, "regressed"), (3, "passed"), (5, "regressed")):
+        night(tmp_path, day, verdict)
+    ledger = read_ledger(tmp_path, SCENARIO, "cpu")
+    tonight = ledger[-1]
+
+    previous = previous_comparisons(ledger, tonight.path, tonight.date)
+    two = previous_comparisons(ledger, "elsewhere", "2026-11-04T02:00:00Z", nights=2)
+
+    assert previous == {"timing_s/step": ["pass", "fail", "pass"]}
+    assert two == {"timing_s/step": ["pass", "fail"]}

@@ -3,6 +3,7 @@ scenario's last green night and marks, on its trend charts, the nights whose env
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -151,3 +152,46 @@ def test_a_published_index_reads_the_history_without_writing_it(tmp_path: Path) 
 
     assert not (tmp_path / LEDGER_DIR).exists()
     assert "torch: 2.13.0+cpu -&gt; 2.14.0+cpu" in page
+
+
+def _step_time(run: Path, seconds: float) -> None:
+    """The night's logged step time (each step's), so its headline number is ``seconds``."""
+    lines = []
+    for line in (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines():
+        record_ = json.loads(line)
+        record_["data"]["timing_s/step"] = seconds
+        lines.append(json.dumps(record_))
+    (run / "metrics.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_the_trend_chart_marks_the_night_a_series_changed_level(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    noise = [0.02, -0.01, 0.03, -0.02, 0.0, 0.01, -0.03, 0.02, -0.01, 0.0, 0.01, -0.02]
+    runs = [night(tmp_path, day) for day in range(1, 13)]
+    for n, run in enumerate(runs):
+        _step_time(run, 5.0 + noise[n] + (1.0 if n >= 8 else 0.0))  # slower from the 9th night
+    drawn: list[dict[str, object]] = []
+    chart = index.trend_chart
+    monkeypatch.setattr(index, "trend_chart",
+                        lambda *args, **kwargs: drawn.append(kwargs) or chart(*args, **kwargs))
+
+    page = index.write_index(tmp_path).read_text(encoding="utf-8")
+
+    assert drawn == [{"onsets": {"mean step time": [8]}}]
+    assert (f'<li data-onset="{runs[8].name}" data-series="mean step time">mean step time: a new '
+            f"level from 2026-11-09 ({runs[8].name})</li>") in page
+    assert "data-changes" not in page  # nothing in the environment changed: no dotted mark
+
+
+def test_a_short_series_has_no_onset_marks(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = [night(tmp_path, day) for day in range(1, 6)]
+    for n, run in enumerate(runs):
+        _step_time(run, 5.0 if n < 3 else 9.0)
+    drawn: list[dict[str, object]] = []
+    monkeypatch.setattr(index, "trend_chart",
+                        lambda *args, **kwargs: drawn.append(kwargs) or b"")
+
+    page = index.write_index(tmp_path).read_text(encoding="utf-8")
+
+    assert drawn == [{}] and "data-onsets" not in page

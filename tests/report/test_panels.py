@@ -112,3 +112,22 @@ def test_live_view_shows_status_from_the_first_line_and_redraws_once_per_step(ca
     live.close(run)
     assert live.frames == 2  # the final frame stays
     assert LiveView().enabled is False  # outside a Jupyter kernel the view does nothing
+
+
+def test_trend_chart_draws_an_onset_on_its_series_named_by_its_night(monkeypatch):
+    import matplotlib.axes
+
+    lines: list[tuple[float, str, str]] = []
+    axvline = matplotlib.axes.Axes.axvline
+
+    def spy(self, x=0, *args, **kwargs):
+        lines.append((x, kwargs.get("linestyle"), kwargs.get("label")))
+        return axvline(self, x, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "axvline", spy)
+    labels = [f"11-{d:02d}" for d in range(1, 9)]
+    png = trend_chart("s", labels, {"throughput": [1.0] * 4 + [2.0] * 4}, {}, {},
+                      [(2, "torch")], onsets={"throughput": [4]})
+
+    assert png.startswith(PNG)
+    assert lines == [(2, ":", None), (4, "--", "onset: 11-05")]

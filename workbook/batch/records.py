@@ -6,7 +6,7 @@ record, whose fields mean the same in both:
     key         the item's name in the batch (its run directories sit under ``<batch>/<key>/``)
     scenario    the scenario's name
     status      the verdict word of its last run, or ``pending`` (not run yet) or ``running``
-    exit_code   the verdict's exit code (0 passed or improved, 1 regressed, 3 failed or stopped);
+    exit_code   the verdict's exit code (0 passed, improved or suspect, 1 regressed, 3 failed or stopped);
                 none yet while pending or running
     reason      the verdict's one line, or why the item could not run
     duration_s  how long its last run took

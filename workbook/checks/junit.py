@@ -4,7 +4,8 @@ A verdict becomes one ``<testsuite>``: a test case for the run itself (an error 
 failed or was stopped, with the diagnosis; a failure when it regressed) and one per check row
 (``fail`` a failure, ``error`` an error, ``not_measured``/``not_comparable`` skipped with the
 reason, ``improved`` a pass whose ``system-out`` says by how much; an improved run's case passes
-and the suite's ``verdict`` property says ``improved``). A suite of scenarios writes one file
+and the suite's ``verdict`` property says ``improved``; ``suspect`` likewise a pass whose
+``system-out`` says it waits for another night beyond the band). A suite of scenarios writes one file
 holding a suite per scenario. CI uploads the file, so every message, property and output in it
 is redacted, element by element, on the way out.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from workbook.checks.rows import ERROR, FAIL, IMPROVED
+from workbook.checks.rows import ERROR, FAIL, IMPROVED, SUSPECT
 from workbook.checks.verdict import Verdict
 from workbook.core.layout import write_redacted
 from workbook.core.status import Verdict as Word
@@ -40,6 +41,8 @@ def verdict_suite(verdict: Verdict, name: str, *, time_s: float | None = None,
             case.result = [_text(Error(row.message or "could not be computed", row.kind), detail)]
         elif row.status == IMPROVED:  # a pass: CI stays green, the log says the baseline is stale
             case.system_out = f"{IMPROVED}: {detail}"
+        elif row.status == SUSPECT:  # a pass until the nights after it confirm the failure
+            case.system_out = f"{SUSPECT}: {detail}"
         elif not row.judged:
             case.result = [Skipped(row.message or row.status.replace("_", " "))]
         suite.add_testcase(case)

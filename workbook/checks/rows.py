@@ -7,6 +7,9 @@ Statuses:
   ``lower_is_worse``) held, and by more than its band allows: the value lies beyond the band's
   worse edge mirrored about the reference (``improved_beyond``), on the good side. Counted as
   held, apart from the passes: the baseline no longer describes the run and is due a refresh;
+- ``suspect``: a baseline comparison that did not hold, of a policy with ``confirm_nights`` > 1,
+  on fewer nights in a row than that (:mod:`workbook.checks.confirmation`): counted as held,
+  apart from the passes; one more night beyond the band and it is a ``fail``;
 - ``error``: the check could not be computed (a metric missing, a window the run does not
   cover): never a pass, counted as a failure;
 - ``not_measured``: the hardware does not measure the metric (device memory on CPU): neither
@@ -29,7 +32,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 PASS, IMPROVED, FAIL, ERROR = "pass", "improved", "fail", "error"
-HELD = (PASS, IMPROVED)  # judged, and not bad
+SUSPECT = "suspect"
+HELD = (PASS, IMPROVED, SUSPECT)  # judged, and not bad
 BAD = (FAIL, ERROR)      # judged, and the run regressed
 JUDGED = HELD + BAD
 NEUTRAL = ("not_measured", "not_comparable")

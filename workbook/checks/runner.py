@@ -6,11 +6,12 @@ so a run is judged the same way whether it was just launched or is a verl log fr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from workbook.checks.baseline import Baseline, load_baseline
+from workbook.checks.confirmation import Previous, asks_confirmation
 from workbook.checks.evidence import Evidence, gather, is_run_directory, params_dir_for
 from workbook.checks.spec import CheckSpec, parse_checks
 from workbook.checks.verdict import Verdict, judge
@@ -64,15 +65,19 @@ def checks_json_for(path: Path, out: Path | None = None) -> Path:
 
 
 def judge_run_dir(run_dir: Path, *, scenario: Mapping[str, Any] | None = None,
-                  params_dir: Path | None = None) -> Verdict:
+                  params_dir: Path | None = None,
+                  previous: Callable[[], Previous] | None = None) -> Verdict:
     """Judge a finished run; write checks.json and the verdict summary into run.json.
 
     ``scenario`` is the validated scenario (a mapping); without it the run directory's
     ``params.resolved.yaml`` is read. ``params_dir`` is where its relative baseline path lives.
+    ``previous`` gives the previous nights' baseline-row statuses per metric (the run layer
+    reads them from the ledger); it is called only when a policy asks for ``confirm_nights``.
     """
     evidence = gather(Path(run_dir), scenario=scenario)
     spec = spec_of(evidence.scenario, params_dir or params_dir_for(evidence.scenario, evidence.run))
-    verdict = judge_evidence(evidence, spec)
+    nights = previous() if previous is not None and asks_confirmation(spec) else None
+    verdict = judge_evidence(evidence, spec, previous=nights)
     verdict.write_json(Path(run_dir) / RUN_FILES["checks"])
     rd = RunDir(Path(run_dir))
     if rd.file("run").exists():
@@ -88,7 +93,8 @@ def spec_of(scenario: Mapping[str, Any], params_dir: Path) -> CheckSpec:
     return spec
 
 
-def judge_evidence(evidence: Evidence, spec: CheckSpec) -> Verdict:
+def judge_evidence(evidence: Evidence, spec: CheckSpec, *,
+                   previous: Previous | None = None) -> Verdict:
     """The verdict with the spec's baseline loaded (BaselineError when it cannot be read)."""
     baseline: Baseline | None = load_baseline(spec.baseline) if spec.baseline else None
-    return judge(evidence, spec, baseline=baseline)
+    return judge(evidence, spec, baseline=baseline, previous=previous)

@@ -12,6 +12,7 @@ Schema (every key optional)::
         actor/entropy: {reduce: median, direction: both, atol: 0.02}
         actor/pg_loss: {compare_by: steps}       # each step against its own band
         perf/throughput: {enabled: false}        # or `perf/throughput: false`
+        timing_s/gen: {confirm_nights: 2}        # fails only on a 2nd night beyond its band
       expressions:            # NeMo-RL style checks, see workbook.checks.expression
         - 'median(data["training/rollout_probs_diff_mean"]) < 0.01'
         - name: generation time
@@ -25,7 +26,9 @@ higher_is_worse|lower_is_worse), ``k`` (band half-width in sigmas of a blessed b
 statistic, or each step of the window against its own band; ``auto``, the default, does the
 latter where the blessed runs agree step by step, see :func:`workbook.checks.bands.basis`;
 ``steps`` needs a mean or median reduction), ``finite`` (every step finite), ``bounds`` ([lo,
-hi], null for open; every step), ``enabled``.
+hi], null for open; every step), ``enabled``, ``confirm_nights`` (1..30, default 1: a baseline
+comparison that fails is ``suspect`` until it has failed that many nights in a row of the
+scenario on its hardware, see :mod:`workbook.checks.confirmation`).
 
 Every run also gets the health checks of :mod:`workbook.checks.health` (completed, steps
 reached, losses finite, clip fractions within [0, 1]), whatever this section says. How a
@@ -51,7 +54,8 @@ DIRECTIONS = ("both", "higher_is_worse", "lower_is_worse")
 BY_WINDOW, BY_STEPS = "window", "steps"  # how a baseline comparison is made (compare_by)
 COMPARE_BY = ("auto", BY_WINDOW, BY_STEPS)
 POLICY_FIELDS = ("reduce", "window", "direction", "k", "atol", "rtol", "compare", "compare_by",
-                 "finite", "bounds", "enabled")
+                 "finite", "bounds", "enabled", "confirm_nights")
+MAX_CONFIRM_NIGHTS = 30  # a month of nights: beyond it a failure would wait too long to be seen
 SECTION_KEYS = ("baseline", "window", "min_steps", "defaults", "metrics", "expressions")
 
 # Compared with the baseline when it names them. The first five are verl's nightly comparator
@@ -96,6 +100,9 @@ class MetricPolicy:
     bounds: tuple[float | None, float | None] | None = None
     explicit: bool = False  # named by the scenario, so a missing metric is an error, not a skip
     scenario_tolerance: bool = False  # atol/rtol/k come from the scenario (it may widen a band)
+    # nights in a row a baseline comparison must fail before the run regresses (1: at once;
+    # more: a noisy metric's first nights beyond its band are ``suspect``)
+    confirm_nights: int = 1
 
     def allowed(self, reference: float) -> float | None:
         """The difference from ``reference`` its tolerance allows (None: it has none)."""
@@ -309,6 +316,10 @@ def _policy_fields(body: Mapping[str, Any], where: str,
             problems.append((path, f"must be a finite number >= 0, got {short(value)}"))
         elif key == "k" and not (_number(value) and value > 0):
             problems.append((path, f"must be a finite number > 0 (sigmas), got {short(value)}"))
+        elif key == "confirm_nights" and (type(value) is not int
+                                          or not 1 <= value <= MAX_CONFIRM_NIGHTS):
+            problems.append((path, f"must be an integer within [1, {MAX_CONFIRM_NIGHTS}] "
+                                   f"(nights), got {short(value)}"))
         elif key in ("compare", "finite", "enabled") and not isinstance(value, bool):
             problems.append((path, "must be true or false"))
         elif key == "window":

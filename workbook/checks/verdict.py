@@ -12,6 +12,10 @@
 - ``improved`` (exit 0): nothing failed, and at least one one-sided comparison (time,
   throughput, memory) is beyond its band on the good side (an ``improved`` row): the run is
   fine and the baseline is stale, so the reason proposes a refresh (:func:`refresh_hint`);
+- ``suspect`` (exit 0): nothing failed, and a noisy metric's comparison (``confirm_nights``
+  > 1) is beyond its band on fewer nights in a row than it asks (a ``suspect`` row,
+  :mod:`workbook.checks.confirmation`): one more such night makes the run regressed. A run
+  with a failed row and a suspect one is regressed; suspect wins over improved;
 - ``passed`` (exit 0): every judged row passed. Rows that are ``not_measured`` or
   ``not_comparable`` are shown and counted apart, never as passes.
 
@@ -31,10 +35,11 @@ from typing import Any
 from workbook.checks.bands import compares
 from workbook.checks.baseline import Baseline
 from workbook.checks.comparison import policy_rows
+from workbook.checks.confirmation import Previous, confirm
 from workbook.checks.evidence import Evidence
 from workbook.checks.expression import EvaluationError, Expression
 from workbook.checks.health import divergence, health_rows, required_step
-from workbook.checks.rows import BAD, ERROR, FAIL, IMPROVED, PASS, CheckRow, error_row
+from workbook.checks.rows import BAD, ERROR, FAIL, IMPROVED, PASS, SUSPECT, CheckRow, error_row
 from workbook.checks.spec import CheckSpec
 from workbook.core.layout import write_json
 from workbook.core.status import FINISHED_VERDICTS, RunStatus
@@ -42,11 +47,12 @@ from workbook.core.status import Verdict as Word
 from workbook.errors import EXIT_PASSED, EXIT_REGRESSED, EXIT_RUN_FAILED
 
 VERDICTS = {Word.PASSED.value: EXIT_PASSED, Word.IMPROVED.value: EXIT_PASSED,
+            Word.SUSPECT.value: EXIT_PASSED,
             Word.REGRESSED.value: EXIT_REGRESSED, Word.FAILED.value: EXIT_RUN_FAILED,
             Word.STOPPED.value: EXIT_RUN_FAILED}
 # Verdicts a suite or sweep keeps when it resumes; a stopped run is run again.
 FINISHED = FINISHED_VERDICTS
-COUNTED = (PASS, IMPROVED, FAIL, ERROR, "not_measured", "not_comparable")
+COUNTED = (PASS, IMPROVED, SUSPECT, FAIL, ERROR, "not_measured", "not_comparable")
 
 
 def exit_code_of(status: str | None) -> int:
@@ -102,14 +108,17 @@ class Verdict:
         return write_json(Path(path), self.to_dict())
 
 
-def judge(evidence: Evidence, spec: CheckSpec, *, baseline: Baseline | None) -> Verdict:
-    """Judge one run's evidence against the spec and baseline."""
+def judge(evidence: Evidence, spec: CheckSpec, *, baseline: Baseline | None,
+          previous: Previous | None = None) -> Verdict:
+    """Judge one run's evidence against the spec and baseline; ``previous`` is the previous
+    nights' baseline-row statuses per metric, newest first (none known: a failure of a policy
+    that asks for ``confirm_nights`` is suspect)."""
     metrics = evidence.metrics
     window_end = max([p.window[1] for p in spec.policies() if p.uses_window
                       and compares(p, baseline)] or [0]) or None
     rows = health_rows(evidence, spec.min_steps, window_end)
     if len(metrics):
-        rows += policy_rows(evidence, spec, baseline)
+        rows += confirm(policy_rows(evidence, spec, baseline), spec, previous or {})
         rows += [expression_row(e, evidence, baseline) for e in spec.expressions]
     required, _ = required_step(evidence, spec.min_steps, window_end)
     diagnosis = divergence(rows, metrics.last_step) or evidence.diagnosis
@@ -159,6 +168,9 @@ def _outcome(rows: list[CheckRow], diagnosis: dict[str, Any],
                                           f"{errors} could not be computed" if errors else "") if p)
         return Word.REGRESSED.value, f"{counts} of {len(judged)} checks; first: {bad[0].name}: " \
                             f"{bad[0].message}{aside}"
+    doubtful = [r for r in judged if r.status == SUSPECT]
+    if doubtful:
+        return Word.SUSPECT.value, _suspect_reason(doubtful, len(judged)) + aside
     better = [r for r in judged if r.status == IMPROVED]
     if better:
         return Word.IMPROVED.value, _improved_reason(better, len(judged), scenario) + aside
@@ -173,6 +185,16 @@ def _improved_reason(better: list[CheckRow], judged: int, scenario: str | None) 
     names = ", ".join(r.metric or r.name for r in better)
     return (f"{what}: propose a baseline refresh: {refresh_hint(scenario)}; improved: {names}; "
             f"all {judged} checks passed or improved")
+
+
+def _suspect_reason(doubtful: list[CheckRow], judged: int) -> str:
+    """``1 metric beyond its band, not yet confirmed: suspect: perf/throughput; ...``."""
+    what = (f"{len(doubtful)} metrics beyond their bands" if len(doubtful) != 1 else
+            "1 metric beyond its band")
+    names = ", ".join(r.metric or r.name for r in doubtful)
+    return (f"{what} on too few nights in a row to fail: suspect: {names}; a second night "
+            f"in a row beyond the band (as many as confirm_nights asks) makes the run regressed; the other {judged - len(doubtful)} "
+            "checks passed or improved")
 
 
 def _scenario_name(evidence: Evidence, baseline: Baseline | None) -> str | None:

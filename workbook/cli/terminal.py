@@ -3,7 +3,7 @@
 A CI log is not a terminal: rich then prints plain text (no colour codes to garble the log) at
 a fixed width wide enough that check names and messages are not cut to ``...``. On a terminal
 the verdict and statuses are coloured (``improved``, a verdict or a row, cyan beside the pass
-green; a word without a style is printed plain, as it is). A CI log is public where the
+green; ``suspect`` magenta beside the regressed yellow; a word without a style is printed plain, as it is). A CI log is public where the
 repository is, so every cell and reason is redacted on its way out, like every file that leaves
 a run.
 """
@@ -22,7 +22,8 @@ from workbook.core.redaction import redact_text
 
 CI_WIDTH = 240
 STYLES = {
-    "pass": "green", "passed": "bold green", "improved": "bold cyan", "fail": "red",
+    "pass": "green", "passed": "bold green", "improved": "bold cyan", "suspect": "bold magenta",
+    "fail": "red",
     "failed": "bold red",
     "error": "yellow", "regressed": "bold yellow", "stopped": "bold blue",
     "not_measured": "dim", "not_comparable": "dim", "skipped": "dim",

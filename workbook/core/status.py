@@ -15,7 +15,8 @@ report.html and updates the index; the closing steps done are listed under ``clo
 run.json, with the inputs each one read, so a step whose output is fresh is not done again.
 
 A verdict is one of ``passed`` (exit 0), ``improved`` (0: a check is beyond its band on the good
-side, so the baseline is stale), ``regressed`` (1), ``failed`` or ``stopped`` (3); a page shows
+side, so the baseline is stale), ``suspect`` (0: a noisy metric's comparison failed on fewer
+nights in a row than its ``confirm_nights``), ``regressed`` (1), ``failed`` or ``stopped`` (3); a page shows
 ``running`` or ``unjudged`` for a run with none yet.
 """
 
@@ -48,6 +49,7 @@ class Verdict(StatusWord):
 
     PASSED = "passed"
     IMPROVED = "improved"
+    SUSPECT = "suspect"
     REGRESSED = "regressed"
     FAILED = "failed"
     STOPPED = "stopped"
@@ -80,8 +82,8 @@ FAILED_STATUSES = (RunStatus.FAILED.value, RunStatus.TIMEOUT.value)
 # Statuses that say nothing about how a process ended (a log from elsewhere has no process).
 BARE = (None, RunStatus.IMPORTED.value, Shown.UNKNOWN.value)
 # Verdicts a suite or sweep keeps when it resumes; a stopped run is run again.
-FINISHED_VERDICTS = (Verdict.PASSED.value, Verdict.IMPROVED.value, Verdict.REGRESSED.value,
-                     Verdict.FAILED.value)
+FINISHED_VERDICTS = (Verdict.PASSED.value, Verdict.IMPROVED.value, Verdict.SUSPECT.value,
+                     Verdict.REGRESSED.value, Verdict.FAILED.value)
 VERDICTS = tuple(v.value for v in Verdict)
 # Every word the index can show for a run, in the order its filters list them.
 SHOWN = (*VERDICTS, Shown.RUNNING.value, Shown.UNJUDGED.value, Shown.UNKNOWN.value)

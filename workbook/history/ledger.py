@@ -74,6 +74,9 @@ class Entry:
     settings_digest: str = ""
     baseline: dict[str, str | None] = field(default_factory=dict)  # path, sha256
     headline: dict[str, float | None] = field(default_factory=dict)
+    # each compared metric's baseline-row status (pass, fail, suspect, ...): a noisy metric's
+    # failure is confirmed by the nights before it (confirm_nights); absent in older files
+    comparisons: dict[str, str] = field(default_factory=dict)
 
     @property
     def green(self) -> bool:
@@ -151,6 +154,7 @@ def entry_of(run_dir: Path, runs_root: Path, *, verdict: str | None = None,
         settings_digest=_digest(settings),
         baseline=_baseline(run, checks, recorded=not judged_now),
         headline=_headline(checks),
+        comparisons=_comparisons(checks),
     )
 
 
@@ -405,6 +409,28 @@ def _headline(checks: Mapping[str, Any]) -> dict[str, float | None]:
                 value, bool) else math.nan
             numbers.setdefault(str(row["metric"]), number if math.isfinite(number) else None)
     return numbers
+
+
+def _comparisons(checks: Mapping[str, Any]) -> dict[str, str]:
+    """Each compared metric's status (the first baseline row of each metric, as the headline)."""
+    statuses: dict[str, str] = {}
+    for row in checks.get("rows") or []:
+        if isinstance(row, dict) and row.get("kind") == "baseline" and row.get("metric"):
+            statuses.setdefault(str(row["metric"]), str(row.get("status") or ""))
+    return statuses
+
+
+def previous_comparisons(ledger: Sequence[Entry], run_path: str, date: str, *,
+                         nights: int = 30) -> dict[str, list[str | None]]:
+    """``{metric: [its baseline row's status, newest night first]}`` over the ``nights`` entries
+    of ``ledger`` older than a run (started at ``date``, at ``run_path``, its own entry aside);
+    ``None`` for a night that did not compare the metric. What a noisy metric's confirmation
+    (``workbook.checks.confirmation``) reads."""
+    key = (_utc(date) or "", "")
+    older = [e for e in ledger if e.path != run_path and (not key[0] or e.sort_key < key)]
+    recent = sorted(older, key=lambda e: e.sort_key, reverse=True)[:nights]
+    metrics = sorted({m for e in recent for m in e.comparisons})
+    return {m: [e.comparisons.get(m) for e in recent] for m in metrics}
 
 
 def _night(run_dir: Path, runs_root: Path) -> str:

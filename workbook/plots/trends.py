@@ -3,13 +3,15 @@
 Drawn with the panels' figure helpers (matplotlib stays behind ``panels``); fixed margins
 instead of constrained layout, because an index of many scenarios redraws many of these. A night
 whose environment changed (a package version, the image, the host, the hardware, the baseline:
-:func:`workbook.history.changes.environment_changes`) is marked by a dotted line, named.
+:func:`workbook.history.changes.environment_changes`) is marked by a dotted line, named. A
+night where a series' level changed (an onset, :func:`workbook.history.onsets.onsets`) is marked
+on that series' subplot by a dashed purple line, named by its night.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from workbook.history.changes import Change, environment_changes
@@ -17,6 +19,7 @@ from workbook.history.ledger import Entry
 from workbook.plots.panels import MARKERS, OKABE_ITO, WIDTH_IN, every, new_figure, to_png
 
 MARK_COLOUR = "#666666"
+ONSET_COLOUR = OKABE_ITO[4]  # reddish purple: apart from the grey environment marks
 LABEL_CHARS = 40  # a mark's label on the chart; the whole list is in its text
 
 
@@ -63,9 +66,11 @@ def trend_chart(
     units: dict[str, str],
     first_out: dict[str, int],
     marks: Sequence[tuple[int, str]] = (),
+    onsets: Mapping[str, Sequence[int]] | None = None,
 ) -> bytes:
     """Headline numbers across runs (one subplot each); the first run outside its band is ringed;
-    each ``(x, label)`` of ``marks`` is a dotted line at run ``x``, its label beside it."""
+    each ``(x, label)`` of ``marks`` is a dotted line at run ``x``, its label beside it; each
+    onset of a series (``onsets``: its runs ``x``) a dashed line on its subplot, its night named."""
     names = [n for n, vals in series.items() if any(v is not None for v in vals)]
     fig, subplots = new_figure(
         max(len(names), 1), width=max(WIDTH_IN, 2.6 * len(names)), height=2.6, layout=None
@@ -104,6 +109,13 @@ def trend_chart(
             if i == 0:
                 ax.annotate(label, (x, 0.98), xycoords=("data", "axes fraction"), rotation=90,
                             fontsize=6, color=MARK_COLOUR, ha="right", va="top")
+        for x in (onsets or {}).get(name, ()):  # a new level: dashed, named by its night
+            ax.axvline(x, color=ONSET_COLOUR, linestyle="--", linewidth=1.4,
+                       label=f"onset: {labels[x]}")
+            ax.annotate(f"onset {labels[x]}", (x, 0.02), xycoords=("data", "axes fraction"),
+                        rotation=90, fontsize=6, color=ONSET_COLOUR, ha="left", va="bottom")
+        if (onsets or {}).get(name):
+            ax.legend(fontsize=7, frameon=False, loc="best")
         ax.set_title(name, fontsize=9)
         ax.set_ylabel(units.get(name, ""), fontsize=8)
         ticks = xs[:: max(1, len(xs) // 6)]

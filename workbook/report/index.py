@@ -31,6 +31,7 @@ from workbook.core.layout import (
 )
 from workbook.core.status import SHOWN
 from workbook.history.ledger import Entry, last_green, read_all
+from workbook.history.onsets import onsets as onsets_of
 from workbook.plots.trends import ChangeMark, change_marks, trend_chart
 from workbook.report.page import page
 from workbook.report.summary import HEADLINES, RunSummary, RunTree, scan, summarize
@@ -52,6 +53,7 @@ INDEX_CSS = """<style>body{max-width:1500px}
 .badge{display:inline-block;padding:1px 8px;border-radius:9px;font-weight:700;font-size:.8em;color:#fff}
 .b-passed{background:#007a5a}
 .b-improved{background:#00788a}
+.b-suspect{background:#8a7d00}
 .b-regressed{background:#b36b00}
 .b-failed{background:#b84a00}
 .b-running{background:#0072B2}
@@ -103,7 +105,7 @@ def _target(runs_root: Path, out: Path | None) -> Path:
 
 def _tally(runs: list[RunSummary]) -> str:
     """How many runs have each verdict, as badges in the filters' order (a word the workbook
-    does not know after them, as it is): an ``improved`` night stands out from the passes."""
+    does not know after them, as it is): an ``improved`` night stands out from the passes, a ``suspect`` one from the regressions."""
     counts = Counter(r.verdict for r in runs)
     words = [v for v in SHOWN if counts[v]] + sorted(w for w in counts if w not in SHOWN)
     badges = "".join(f'<span class="badge b-{_e(w)}" data-count="{_e(w)}">{counts[w]} {_e(w)}'
@@ -221,8 +223,9 @@ def _trends(runs: list[RunSummary], cache: Path, nights: dict[str, Entry] | None
             if any(h in r.out_of_band for r in mine)
         }
         changed = change_marks([(nights or {}).get(_resolved(r.path)) for r in mine])
+        levels = {h: found for h in HEADLINES if (found := onsets_of(series[h]))}
         png = _cached_chart(cache, f"{scenario}: {len(mine)} runs", labels, series, first_out,
-                            [(m.x, m.label) for m in changed])
+                            [(m.x, m.label) for m in changed], levels)
         marks = "; ".join(
             f"{h} first left its baseline band in run {mine[i].run_id}"
             for h, i in first_out.items()
@@ -232,7 +235,7 @@ def _trends(runs: list[RunSummary], cache: Path, nights: dict[str, Entry] | None
             f'{_hover(changed, labels)} '
             f'src="data:image/png;base64,{b64encode(png).decode("ascii")}">'
             f"<figcaption>{_e(marks or 'every headline number within its baseline band')}</figcaption>"
-            f"{_changes_list(changed, labels)}</figure>"
+            f"{_changes_list(changed, labels)}{_onsets_list(levels, labels, mine)}</figure>"
         )
     return "".join(parts) if len(parts) > 1 else ""
 
@@ -244,16 +247,20 @@ def _cached_chart(
     series: dict[str, list[float | None]],
     first_out: dict[str, int],
     marks: list[tuple[int, str]] | None = None,
+    levels: dict[str, list[int]] | None = None,
 ) -> bytes:
     units = {h: unit for h, (_m, unit) in HEADLINES.items()}
     drawn = [title, labels, series, first_out, units] + ([marks] if marks else [])
+    drawn += [levels] if levels else []
     key = hashlib.sha256(json.dumps(drawn).encode()).hexdigest()[:24]
     path = cache / f"{key}.png"
     try:
         return path.read_bytes()
     except OSError:
         pass
-    png = trend_chart(title, labels, series, units, first_out, marks or ())
+    # drawn without the keyword when no series changed level: the chart as it was before onsets
+    extra = {"onsets": levels} if levels else {}
+    png = trend_chart(title, labels, series, units, first_out, marks or (), **extra)
     try:
         cache.mkdir(exist_ok=True)
         tmp = cache / f".{key}.{secrets.token_hex(4)}.tmp"
@@ -309,6 +316,15 @@ def _changes_list(changed: list[ChangeMark], labels: list[str]) -> str:
     items = "".join(f'<li data-change="{_e(m.run_id)}">{_e(labels[m.x])} ({_e(m.run_id)}): '
                     f"{_e(m.text)}</li>" for m in changed)
     return f'<ul class="wb-note" data-changes>{items}</ul>'
+
+
+def _onsets_list(levels: dict[str, list[int]], labels: list[str],
+                 runs: list[RunSummary]) -> str:
+    """The onsets a chart marks, one line per series and night (what the dashed lines name)."""
+    items = "".join(f'<li data-onset="{_e(runs[x].run_id)}" data-series="{_e(name)}">'
+                    f"{_e(name)}: a new level from {_e(labels[x])} ({_e(runs[x].run_id)})</li>"
+                    for name, found in levels.items() for x in found)
+    return f'<ul class="wb-note" data-onsets>{items}</ul>' if items else ""
 
 
 def _hover(changed: list[ChangeMark], labels: list[str]) -> str:

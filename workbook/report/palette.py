@@ -4,7 +4,8 @@ One palette (colour-blind safe, Okabe-Ito). JupyterLab shows a cell's HTML witho
 stylesheet, so the banner and the status cells also carry inline styles from here and look the
 same in a notebook as in report.html. ``improved`` (a run, or a check, better than its baseline
 by more than the band allows) is a blue-green, apart from the pass green: still good news, but
-news (the baseline is stale).
+news (the baseline is stale). ``suspect`` (a noisy metric beyond its band, not yet confirmed by
+the nights before) is a yellow amber, apart from the regressed orange: worth a look, not a page.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from workbook.core.status import Shown, Verdict
 VERDICT_COLOURS = {  # verdict -> (border, background)
     Verdict.PASSED.value: ("#009E73", "#e3f4ee"),
     Verdict.IMPROVED.value: ("#0092A8", "#e0f2f6"),
+    Verdict.SUSPECT.value: ("#F0E442", "#fcf8dc"),
     Verdict.REGRESSED.value: ("#E69F00", "#fdf1dc"),
     Verdict.FAILED.value: ("#D55E00", "#fbe5da"),
     Verdict.STOPPED.value: ("#56B4E9", "#eef4f8"),
@@ -21,7 +23,7 @@ VERDICT_COLOURS = {  # verdict -> (border, background)
 }
 STATUS_COLOURS = {  # check row status -> (background, text)
     "pass": ("#cfeee2", "#005c45"), "fail": ("#f8d3c2", "#8a2f00"), "error": ("#fde3b0", "#6b4700"),
-    "improved": ("#cdecf2", "#005566"),
+    "improved": ("#cdecf2", "#005566"), "suspect": ("#f7f0b5", "#5c5200"),
     "not_measured": ("#eeeeee", "#666666"), "not_comparable": ("#eeeeee", "#666666"),
 }
 

@@ -48,7 +48,9 @@ CHECKS_NOTE = (
     "and NOT COMPARABLE (other hardware, other settings, or replayed rollouts) are neither passes "
     "nor failures. IMPROVED is a one-sided comparison (time, throughput, memory) that held by "
     "more than its band allows, beyond the band's edge mirrored to the good side: the run is fine "
-    "and the baseline is stale. A failed comparison is drawn below the table against its band."
+    "and the baseline is stale. SUSPECT is a comparison of a noisy metric (confirm_nights) that "
+    "did not hold on fewer nights in a row than it asks: another such night makes it a failure. "
+    "A failed comparison is drawn below the table against its band."
 )
 PLOTS_NOTE = (
     "Clip fraction: the share of tokens whose importance ratio left [1 - clip_ratio_low, "

@@ -199,11 +199,28 @@ def _judge_step(rd: RunDir) -> bool:
         return False
     if rd.read_json("run").get("status") in ACTIVE:
         return False  # still running: there is nothing to judge yet
-    verdict = judge_run_dir(rd.path)
+    verdict = judge_run_dir(rd.path, previous=lambda: _previous_nights(rd))
     baseline = (verdict.baseline or {}).get("path")
     # the baseline the checks read is an input of the next judgement too
     _mark(rd, "judge", _inputs(rd, "judge", baseline=baseline), baseline=baseline)
     return True
+
+
+def _previous_nights(rd: RunDir) -> dict[str, list[str | None]]:
+    """The nights before this run in its scenario's ledger, as each compared metric's
+    baseline-row statuses (newest first): what confirms a noisy metric's failure."""
+    from workbook.history.ledger import previous_comparisons, read_ledger
+
+    run = rd.read_json("run")
+    root = Path(run["runs_root"]) if run.get("runs_root") else rd.path.parents[1]
+    scenario = str(run.get("scenario") or rd.path.parent.name)
+    hardware = str(run.get("profile") or (run.get("hardware") or {}).get("profile") or "unknown")
+    try:  # as the ledger names it: relative to the runs root when inside it
+        path = rd.path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        path = rd.path.resolve().as_posix()
+    return previous_comparisons(read_ledger(root, scenario, hardware), path,
+                                str(run.get("started_at") or ""))
 
 
 def _ledger_step(rd: RunDir) -> None:
