@@ -31,21 +31,35 @@ def baseline_rows(run: CliRun) -> dict[str, dict[str, Any]]:
     return {r["metric"]: r for r in run.json("checks.json")["rows"] if r["kind"] == "baseline"}
 
 
+def timings_judged_here(row: dict[str, Any]) -> None:
+    """Skip what is left of a test when this machine's timings were set aside: on another CPU,
+    a host busy with other VMs or a busier machine than the baseline's, a timing cannot be
+    judged (the row says why), so it can neither pass nor fail here."""
+    if row["status"] == "not_comparable" and "replayed" not in row["message"]:
+        pytest.skip(f"{row['metric']}: timings not comparable on this machine: {row['message']}")
+
+
 def test_the_live_smoke_entry_passes_with_its_rollout_side_compared(smoke: SuiteRun) -> None:
     run = smoke.entry("03-gspo-tiny-live")
     assert run.exit_code == 0, run.output[-3000:]
     assert run.json("run.json")["diagnosis"]["replayed_steps"] == []
     rows = baseline_rows(run)
-    for metric in ROLLOUT_SIDE:  # compared with the live baseline, not "not comparable"
-        assert rows[metric]["status"] == "pass", rows[metric]
     (health,) = [r for r in run.json("checks.json")["rows"]
                  if r["name"] == "rollout and training probabilities agree"]
     assert health["status"] == "pass" and health["steps"] == [1, 2, 3, 4]
+    for metric in ROLLOUT_SIDE:  # compared with the live baseline, not "not comparable"
+        if metric == "timing_s/gen":
+            continue
+        assert rows[metric]["status"] == "pass", rows[metric]
+    timings_judged_here(rows["timing_s/gen"])
+    assert rows["timing_s/gen"]["status"] == "pass", rows["timing_s/gen"]
 
 
 def test_a_slower_trainer_is_regressed_on_its_timings(variants: SuiteRun) -> None:
     rows = rows_of(variants, "01-")
+    assert variants.entry("01-").exit_code == 1
     for metric in ("timing_s/update_actor", "timing_s/step"):
+        timings_judged_here(rows[metric])
         assert rows[metric]["status"] == "fail", rows[metric]
         assert rows[metric]["value"] > rows[metric]["upper"]
     conditions = variants.entry("01-").json("run.json")["conditions"]
