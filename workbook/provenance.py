@@ -77,6 +77,9 @@ def collect(verl_path: str | Path | None = None) -> dict[str, Any]:
         "python": f"{platform.python_implementation()} {platform.python_version()}",
     }
     checkout = checkout_facts(Path(verl_path)) if verl_path else None
+    if checkout and checkout.get("version"):
+        # the run imports the checkout's verl, not the installed one the metadata describes
+        facts["versions"]["verl"] = checkout["version"]
     commits = {
         "workbook": git_commit(project.root()),
         "verl": checkout["commit"] if checkout else verl_commit(),
@@ -215,11 +218,27 @@ def git_commit(folder: Path) -> str | None:
 
 
 def checkout_facts(path: Path) -> dict[str, Any]:
-    """Where a verl checkout is, its HEAD and whether it is dirty (tracked files changed);
-    ``commit`` is None outside git (a copied tree, as verl's multinode job makes)."""
+    """Where a verl checkout is, its HEAD and whether it is dirty (tracked files changed), and
+    the version its own ``verl/version/version`` file declares (what ``verl.__version__`` says
+    when the run imports it; None when the file is absent); ``commit`` is None outside git (a
+    copied tree, as verl's multinode job makes)."""
     commit = git_commit(path)
-    return {"path": str(path), "commit": commit,
-            "dirty": commit.endswith("-dirty") if commit else None}
+    facts: dict[str, Any] = {"path": str(path), "commit": commit,
+                             "dirty": commit.endswith("-dirty") if commit else None}
+    version = _first_line(path / "verl" / "version" / "version")
+    if version:
+        facts["version"] = version
+    return facts
+
+
+def _first_line(path: Path, limit: int = 200) -> str | None:
+    """The first line of a small text file, None when it is absent or unreadable."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            line = handle.read(limit).splitlines()
+    except OSError:
+        return None
+    return line[0].strip() or None if line else None
 
 
 def verl_commit() -> str | None:

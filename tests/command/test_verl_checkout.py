@@ -138,6 +138,15 @@ def test_provenance_records_the_checkouts_commit_and_whether_it_is_dirty(checkou
     assert dirty["verl_checkout"]["dirty"] is True
 
 
+def test_the_checkouts_own_version_is_the_runs_verl_version(checkout: Path) -> None:
+    # the run imports the checkout's verl: its version file, not the installed package's metadata
+    (checkout / "verl" / "version").mkdir(exist_ok=True)
+    (checkout / "verl" / "version" / "version").write_text("0.9.2.dev0\n")
+    facts = provenance.collect(verl_path=checkout)
+    assert facts["versions"]["verl"] == "0.9.2.dev0"
+    assert facts["verl_checkout"]["version"] == "0.9.2.dev0"
+
+
 def test_provenance_of_a_copied_tree_says_it_has_no_commit(checkout: Path) -> None:
     facts = provenance.collect(verl_path=checkout)
     assert facts["verl_checkout"] == {"path": str(checkout), "commit": None, "dirty": None}

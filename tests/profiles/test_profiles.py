@@ -47,6 +47,14 @@ def test_cpu_env_points_verl_at_the_platform_module_and_the_plugin_path(tmp_path
     assert env["PYTHONPATH"] == f"{tmp_path}:/already/there"
 
 
+def test_cpu_env_pins_the_kernels_to_avx2_whatever_the_host_offers(tmp_path: Path) -> None:
+    # an AVX-512 host otherwise rounds differently and the per-step bands of a replayed run fail
+    env = profile_env("cpu", plugin_path=tmp_path)
+    assert (env["ATEN_CPU_CAPABILITY"], env["MKL_CBWR"], env["ONEDNN_MAX_CPU_ISA"]) == (
+        "avx2", "AVX2", "AVX2")
+    assert not any(k in profile_env("npu") for k in ("ATEN_CPU_CAPABILITY", "MKL_CBWR"))
+
+
 def test_cpu_env_without_existing_pythonpath_has_no_empty_entry(tmp_path: Path) -> None:
     assert profile_env("cpu", plugin_path=tmp_path)["PYTHONPATH"] == str(tmp_path)
 

@@ -18,6 +18,20 @@ EXTERNAL_MODULES = ("workbook.profiles.cpu.platform",)
 # Ray sees the real core count (2 here); TransferQueue and verl's actors need more slots.
 RAY_NUM_CPUS = 32
 
+# The CPU kernels' code path, pinned to AVX2 whatever the host offers. PyTorch (ATen's vector
+# kernels), MKL (its GEMMs) and oneDNN each pick their path from the CPU's instruction sets, and
+# AVX-512 paths round differently: the unchanged tiny GSPO scenario replaying its pinned
+# rollouts trained to pg_loss 0.0014404 at step 1 on a VM that showed AVX2 only and to
+# 0.0014159 on one of the same CPU model that showed AVX-512 (2026-12-02), and the difference
+# grows through the clip decisions to 47 % by step 4, failing every per-step band. Pinned, the
+# AVX-512 VM repeats the AVX2 one's numbers to the last digit. Every x86-64 CPU a CI runner has
+# offers AVX2; elsewhere (aarch64) the variables are ignored.
+ISA_ENV = {
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "MKL_CBWR": "AVX2",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+}
+
 # Settings every cpu-profile run needs whatever the scenario. Each entry: the Hydra override
 # and why. ``+`` adds keys verl's config does not declare.
 BASE_OVERRIDES: tuple[str, ...] = (
@@ -67,6 +81,7 @@ def cpu_env(plugin_path: Path, pythonpath: str = "") -> dict[str, str]:
         "HYDRA_FULL_ERROR": "1",
         "PYTHONUNBUFFERED": "1",
         "PYTHONPATH": ":".join(p for p in (str(plugin_path), pythonpath) if p),
+        **ISA_ENV,
     }
 
 
