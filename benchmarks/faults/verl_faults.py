@@ -35,6 +35,14 @@ never calls them.
                     reward_loop`` (both the agent loop's streaming reward and the trainer's batch
                     reward call it); the scenario's reward function is untouched
 
+On the machine, not in verl (an infrastructure failure, which a suite's ``retry`` and a bisect's
+``skip`` are for):
+
+    quota_once      the run's disk quota is exceeded once: the first process that imports verl
+                    while the file ``$WORKBOOK_FAULT_MARKER`` does not exist creates it and fails
+                    with ``OSError: [Errno 122] Disk quota exceeded``; every later run goes
+                    through (the quota was raised). Without the marker variable it never fires.
+
 Several faults load together, comma-separated (``WORKBOOK_FAULT=slow_update,pg_loss_x2@4``): the
 loss faults wrap the policy loss one inside the other, the rollout faults each wrap their method.
 
@@ -52,6 +60,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import errno
 import functools
 import importlib.abc
 import importlib.machinery
@@ -64,6 +73,8 @@ from types import ModuleType
 from typing import Any
 
 LOSS_FAULTS = ("pg_loss_x2", "ignore_clip", "slow_update", "kill_worker", "crash", "nan_loss")
+MACHINE_FAULTS = ("quota_once",)
+MARKER_ENV = "WORKBOOK_FAULT_MARKER"
 # fault -> (module, class, method) it patches, as verl 0.9.1 names them
 ROLLOUT_TARGETS: dict[str, tuple[str, str, str]] = {
     "hot_sampling": ("verl.workers.rollout.vllm_rollout.vllm_async_server", "vLLMHttpServer",
@@ -73,7 +84,7 @@ ROLLOUT_TARGETS: dict[str, tuple[str, str, str]] = {
     "half_reward": ("verl.experimental.reward_loop.reward_loop", "RewardLoopWorker",
                     "compute_score"),
 }
-FAULTS = LOSS_FAULTS + tuple(ROLLOUT_TARGETS)
+FAULTS = LOSS_FAULTS + tuple(ROLLOUT_TARGETS) + MACHINE_FAULTS
 SLOW_S = 1.2
 UNCLIPPED = 10.0  # clip ratios so wide that no sequence ratio reaches them
 HOT_FACTOR = 2.0  # hot_sampling's temperature multiple
@@ -245,11 +256,25 @@ def when_imported(fullname: str, patch: Callable[[ModuleType], None]) -> None:
     sys.meta_path.insert(0, _AfterImport(fullname, patch))
 
 
+def quota_once(marker: str) -> None:
+    """Fail once with a full disk quota: the first caller to create ``marker`` raises."""
+    if not marker:
+        return
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.close(fd)
+    raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT), marker)
+
+
 def install() -> None:
     text = os.environ.get("WORKBOOK_FAULT", "").strip()
     if not text:
         return
     faults = parse_all(text)
+    if any(name == "quota_once" for name, _ in faults):
+        quota_once(os.environ.get(MARKER_ENV, ""))
     for name, from_step in faults:
         if name in ROLLOUT_TARGETS:
             when_imported(ROLLOUT_TARGETS[name][0],

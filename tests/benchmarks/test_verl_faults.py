@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import errno
 import importlib.util
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -359,3 +361,21 @@ def test_verls_reward_result_carries_the_score_the_patch_halves() -> None:
     keys = {k.value for n in ast.walk(tree) if isinstance(n, ast.Dict)
             for k in n.keys if isinstance(k, ast.Constant)}
     assert "reward_score" in keys
+
+
+def test_quota_once_fails_the_first_run_only_and_reads_as_a_full_disk(
+        faults: ModuleType, tmp_path: Path) -> None:
+    marker = tmp_path / "quota.hit"
+    with pytest.raises(OSError, match="Disk quota exceeded") as first:
+        faults.quota_once(str(marker))
+    assert first.value.errno == errno.EDQUOT and marker.exists()
+    faults.quota_once(str(marker))  # the quota was raised: the next run goes through
+    faults.quota_once("")  # without a marker it never fires
+
+
+def test_a_quota_failure_is_diagnosed_as_infrastructure() -> None:
+    from workbook.metrics.failures import PATTERNS, category_of
+
+    line = f"OSError: [Errno 122] {os.strerror(errno.EDQUOT)}: '/tmp/x/quota.hit'"
+    kind = next(kind for kind, pattern in PATTERNS if pattern.search(line))
+    assert category_of(kind) == "infrastructure"
