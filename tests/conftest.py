@@ -17,6 +17,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -26,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from tests.verl_history import VerlHistory, checkout_at, make_verl_history
 
 REPO = Path(__file__).resolve().parents[1]
 GSPO_TINY = REPO / "params" / "gspo-tiny-1n1cpu-fsdp2-vllm.yaml"
@@ -227,7 +231,7 @@ def variants(session_env: dict[str, str], cpu_assets, tmp_path_factory) -> Suite
     junit = folder / "junit.xml"
     args = ["suite", "run", str(suite), "--junit", str(junit), "--dir", str(folder / "night")]
     with HeavyLock():
-        first = _interrupted(args, session_env, when="suite: entry 3:", after_s=25.0)
+        first = interrupted(args, session_env, when="suite: entry 3:", after_s=25.0)
         interim = json.loads((folder / "night" / "suite.json").read_text())
         stopped = [Path(e["run_dir"]) for e in interim["entries"] if e.get("run_dir")]
         from workbook.command.builder import ray_temp_dir
@@ -238,7 +242,7 @@ def variants(session_env: dict[str, str], cpu_assets, tmp_path_factory) -> Suite
     return SuiteRun(first, again, folder / "night", junit, leftovers, interim)
 
 
-def _interrupted(args: list[str], env: dict[str, str], *, when: str, after_s: float) -> CliRun:
+def interrupted(args: list[str], env: dict[str, str], *, when: str, after_s: float) -> CliRun:
     """Run ``workbook ARGS``; once ``when`` is printed, wait ``after_s`` and send SIGINT."""
     proc = subprocess.Popen([*WORKBOOK, *args], env=env, cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -254,3 +258,97 @@ def _interrupted(args: list[str], env: dict[str, str], *, when: str, after_s: fl
     rest, _ = proc.communicate(timeout=600)
     output = "".join(lines) + rest
     return CliRun(args, proc.returncode, output, last_dir(output), output)
+
+
+def readme_line(prefix: str) -> str:
+    """The README's own command line starting with ``prefix``."""
+    for line in (REPO / "README.md").read_text().splitlines():
+        if line.strip().startswith(prefix):
+            return line.strip().split("  #")[0]
+    raise AssertionError(f"no README line starts with {prefix!r}")
+
+
+@dataclass
+class PapermillNight:
+    """The README's papermill line, run as a nightly would: its report line and run dir."""
+
+    returncode: int
+    stderr: str
+    report: Path | None
+    run_dir: Path | None
+
+
+@pytest.fixture(scope="session")
+def papermill_night(session_env: dict[str, str], cpu_assets: object,
+                    smoke: SuiteRun) -> PapermillNight:
+    """``papermill notebooks/gspo.ipynb out.ipynb`` exactly as the README shows: the default
+    scenario, unchanged, the second green night of the session (after the smoke suite's)."""
+    argv = shlex.split(readme_line("papermill notebooks/gspo.ipynb"))
+    papermill = Path(session_env.get("VIRTUAL_ENV", REPO / ".venv")) / "bin" / "papermill"
+    argv[0] = str(papermill if papermill.exists() else REPO / ".venv" / "bin" / "papermill")
+    with HeavyLock():
+        done = subprocess.run(argv, cwd=REPO, env=session_env, capture_output=True, text=True,
+                              timeout=1800)
+    (REPO / "out.ipynb").unlink(missing_ok=True)
+    found = re.search(r"workbook: report (\S+) \(run (\S+)\)", done.stderr)
+    return PapermillNight(done.returncode, done.stderr, Path(found.group(1)) if found else None,
+                          Path(found.group(2)) if found else None)
+
+
+@pytest.fixture(scope="session")
+def verl_history(tmp_path_factory: pytest.TempPathFactory) -> VerlHistory:
+    """A verl repository: the installed release, then a week of commits, one of them a bug."""
+    return make_verl_history(tmp_path_factory.mktemp("verl-history") / "verl")
+
+
+@dataclass
+class Nights:
+    """The session's nights of the default scenario after the smoke suite's and papermill's:
+    an improved one (verl at a good commit, torch.compile turned off, launched by ``workbook
+    align --replay-from`` on the smoke run's rollouts), then two red ones (tonight's verl,
+    the loss-scaling bug in it; the first beside a busy process)."""
+
+    refused_proposal: CliRun  # `baseline propose` with only two green nights
+    improved: CliRun  # `workbook align --replay-from SMOKE ...` (its output; run_dir = the new run)
+    suspect: CliRun
+    regressed: CliRun
+    good_checkout: Path
+    bad_checkout: Path
+
+
+GSPO_NAME = "gspo-tiny-1n1cpu-fsdp2-vllm"
+GSPO_PARAMS = f"params/{GSPO_NAME}.yaml"
+COMPILE_OFF = "overrides+=actor_rollout_ref.actor.use_torch_compile=False"
+# what the loss-scaling bug moves at every step, each confirmed across two nights
+CONFIRMED = ("actor/pg_loss", "actor/grad_norm", "actor/pg_clipfrac", "actor/ppo_kl",
+             "actor/entropy", "training/rollout_probs_diff_mean")
+
+
+def confirm_sets(nights: int = 2) -> list[str]:
+    return [arg for metric in CONFIRMED
+            for arg in ("-s", f"checks.metrics.{metric}.confirm_nights={nights}")]
+
+
+@pytest.fixture(scope="session")
+def nights(smoke: SuiteRun, papermill_night: PapermillNight, verl_history: VerlHistory,
+           session_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Nights:
+    folder = tmp_path_factory.mktemp("nights")
+    good = checkout_at(verl_history, verl_history.commits[1], folder / "verl-good")
+    bad = checkout_at(verl_history, verl_history.bad, folder / "verl-tonight")
+    refused = workbook_cli(["baseline", "propose", GSPO_NAME, "--runs-root",
+                            session_env["WORKBOOK_RUNS"]], session_env, timeout=300)
+    gspo = smoke.entry("01-gspo-tiny")
+    with HeavyLock():
+        improved = workbook_cli(["align", "--replay-from", str(gspo.run_dir), GSPO_PARAMS,
+                                 "-s", f"verl.path={good}", "-s", COMPILE_OFF], session_env,
+                                timeout=1800)
+    tonight = ["run", GSPO_PARAMS, "--verl", str(bad), *confirm_sets()]
+    with HeavyLock():
+        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            suspect = workbook_cli(tonight, session_env, timeout=1800)
+        finally:
+            busy.kill()
+            busy.wait()
+        regressed = workbook_cli(tonight, session_env, timeout=1800)
+    return Nights(refused, improved, suspect, regressed, good, bad)

@@ -1,6 +1,6 @@
 """The GSPO notebook where researchers meet it: in a real JupyterLab driven by a real browser,
 and through plain papermill exactly as the README shows -- each a real verl run. The papermill run
-also stands for a nightly on a shared machine: a busy process takes one of the two cores meanwhile.
+is the session's second green night of the default scenario (tests/e2e/test_nights.py).
 
 JupyterLab is started the way the README says (``workbook lab``: a working copy, so the tracked
 notebook stays clean), with its own port, and stopped at the end. Debian's Chromium drives it
@@ -12,27 +12,24 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.chromium import ARTIFACTS, chromium
-from tests.conftest import REPO, WORKBOOK, HeavyLock, processes_naming
+from tests.conftest import REPO, WORKBOOK, HeavyLock, PapermillNight, processes_naming
 
 pytestmark = [pytest.mark.verl, pytest.mark.browser]
 PARAMETERS = """scenario = "params/gspo-tiny-1n1cpu-fsdp2-vllm.yaml"
 clip_ratio_low = None
 clip_ratio_high = 6e-4
-steps = 2
+steps = 4
 overrides = []
 run_root = ""
 run_dir = \"\""""
@@ -113,7 +110,9 @@ def _output_attr(tab, selector: str, attribute: str) -> str | None:  # type: ign
 
 @pytest.fixture(scope="module")
 def lab_run(page, session_env: dict[str, str]) -> dict[str, object]:  # type: ignore[no-untyped-def]
-    """Change clip_ratio_high and steps in the parameters cell, Run All, watch it to the end."""
+    """Change clip_ratio_high and steps in the parameters cell, Run All, watch the live view
+    through step 2, then press the stop button: one real run shows the live view, the stop and
+    the stopped run's report."""
     cell = page.locator(".jp-Cell", has_text="clip_ratio_high = None").first
     cell.locator(".cm-content").click()
     page.keyboard.press("Control+a")
@@ -123,7 +122,7 @@ def lab_run(page, session_env: dict[str, str]) -> dict[str, object]:  # type: ig
         started = time.monotonic()
         _run_all(page)
         deadline = started + 1500
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and "2" not in seen["steps"]:  # type: ignore[operator]
             status = page.locator(".jp-OutputArea-output [data-live=status]")
             if status.count():
                 seen.setdefault("status_after_s", round(time.monotonic() - started, 1))
@@ -133,16 +132,29 @@ def lab_run(page, session_env: dict[str, str]) -> dict[str, object]:  # type: ig
             step = _output_attr(page, "[data-live=plots]", "data-step")
             if step and step not in seen["steps"]:  # type: ignore[operator]
                 seen["steps"].append(step)  # type: ignore[union-attr]
+            time.sleep(0.5)
+        page.locator("jp-button[data-command='notebook:interrupt-kernel'], "
+                     "button[data-command='notebook:interrupt-kernel']").first.click()
+        while time.monotonic() < deadline:
             verdict = _output_attr(page, "#verdict-banner", "data-verdict")
             if verdict:
                 seen["verdict"] = verdict
                 break
             time.sleep(1.0)
-        # the last cell renders the report and the index
+        # the last cell renders the stopped run's report and the index
         page.wait_for_selector(".jp-OutputArea-output [data-finished]", timeout=600_000)
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "lab-gspo-run.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / "lab-gspo-stopped.png"), full_page=True)
     return seen
+
+
+def _lab_run_dir(session_env: dict[str, str]) -> Path:
+    root = Path(session_env["WORKBOOK_RUNS"]) / "gspo-tiny-1n1cpu-fsdp2-vllm"
+    runs = [p for p in root.iterdir() if p.is_dir()
+            and json.loads((p / "run.json").read_text()).get("clip_ratio_high") == 6e-4
+            and json.loads((p / "run.json").read_text()).get("notebook") == "gspo"]
+    assert runs, "the lab run is not under the runs root"
+    return max(runs)
 
 
 def test_run_all_shows_live_status_within_seconds_then_per_step_frames(lab_run) -> None:  # type: ignore[no-untyped-def]
@@ -150,24 +162,31 @@ def test_run_all_shows_live_status_within_seconds_then_per_step_frames(lab_run) 
     assert lab_run["status_after_s"] < 120  # kernel start + validation, then status at once
     statuses = " | ".join(lab_run["statuses"])
     assert "starting" in statuses or "loading" in statuses, statuses  # before any step
-    assert lab_run["steps"] == ["1", "2"], lab_run
+    assert lab_run["steps"][:2] == ["1", "2"], lab_run
 
 
-def test_the_verdict_and_the_run_land_under_the_runs_root(lab_run, session_env) -> None:  # type: ignore[no-untyped-def]
-    assert lab_run.get("verdict") == "passed", lab_run
-    root = Path(session_env["WORKBOOK_RUNS"]) / "gspo-tiny-1n1cpu-fsdp2-vllm"
-    runs = [p for p in root.iterdir() if p.is_dir()
-            and json.loads((p / "run.json").read_text()).get("clip_ratio_high") == 6e-4
-            and json.loads((p / "run.json").read_text()).get("notebook") == "gspo"]
-    assert runs, "the lab run is not under the runs root"
-    run = max(runs)
+def test_the_stop_button_stops_the_run_and_records_it_neutrally(lab_run, session_env) -> None:  # type: ignore[no-untyped-def]
+    assert lab_run.get("verdict") == "stopped", lab_run
+    run = _lab_run_dir(session_env)
     info = json.loads((run / "run.json").read_text())
-    assert info["expected_steps"] == 2 and info["finished_at"]
-    assert (run / "report.html").is_file() and (run / "notebook.ipynb").is_file()
+    assert info["status"] == "stopped" and info["expected_steps"] == 4, info
+    assert 2 <= info["steps_reached"] < 4, info  # stopped during step 3
+    assert info["finished_at"]
+    report = (run / "report.html").read_text()
+    assert "Why it failed" not in report
+    assert (run / "notebook.ipynb").is_file()
+    from workbook.command.builder import ray_temp_dir
+
+    assert processes_naming(str(run), ray_temp_dir(run.name)) == []
+
+
+def test_the_stopped_run_lands_under_the_runs_root_and_in_the_index(lab_run, session_env) -> None:  # type: ignore[no-untyped-def]
+    run = _lab_run_dir(session_env)
     index = (Path(session_env["WORKBOOK_RUNS"]) / "index.html").read_text()
     assert f'data-run="{run.name}"' in index
-    baseline = {r["name"]: r for r in json.loads((run / "checks.json").read_text())["rows"]}
-    assert "clip_ratio_high 0.0004 -> 0.0006" in baseline["actor/pg_loss vs baseline"]["message"]
+    rows = {r["name"]: r for r in json.loads((run / "checks.json").read_text())["rows"]}
+    # the researcher's change is named where the run meets its baseline
+    assert "clip_ratio_high 0.0004 -> 0.0006" in rows["actor/pg_loss vs baseline"]["message"]
 
 
 def test_the_tracked_notebook_stays_clean(lab_run) -> None:  # type: ignore[no-untyped-def]
@@ -177,81 +196,14 @@ def test_the_tracked_notebook_stays_clean(lab_run) -> None:  # type: ignore[no-u
         "".join(c["source"]) for c in tracked["cells"])
 
 
-def test_the_stop_button_stops_the_run_and_records_it_neutrally(page, lab_run, session_env) -> None:  # type: ignore[no-untyped-def]
-    with HeavyLock():
-        _run_all(page)
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            status = page.locator(".jp-OutputArea-output [data-live=status]")
-            if status.count() and "starting the trainer" in status.first.inner_text():
-                break
-            time.sleep(0.5)
-        page.locator("jp-button[data-command='notebook:interrupt-kernel'], "
-                     "button[data-command='notebook:interrupt-kernel']").first.click()
-        verdict = None  # the first run's banner stays until the banner cell runs again
-        while time.monotonic() < deadline and verdict != "stopped":
-            verdict = _output_attr(page, "#verdict-banner", "data-verdict")
-            time.sleep(1.0)
-        page.wait_for_timeout(15_000)  # the last cell of this run renders its report
-    page.screenshot(path=str(ARTIFACTS / "lab-gspo-stopped.png"), full_page=True)
-    assert verdict == "stopped"
-    root = Path(session_env["WORKBOOK_RUNS"]) / "gspo-tiny-1n1cpu-fsdp2-vllm"
-    run = max(p for p in root.iterdir() if p.is_dir()
-              and json.loads((p / "run.json").read_text()).get("status") == "stopped")
-    assert "Why it failed" not in (run / "report.html").read_text()
-    from workbook.command.builder import ray_temp_dir
-
-    assert processes_naming(str(run), ray_temp_dir(run.name)) == []
-
-
-def _readme_line(prefix: str) -> str:
-    """The README's own command line starting with ``prefix``."""
-    for line in (REPO / "README.md").read_text().splitlines():
-        if line.strip().startswith(prefix):
-            return line.strip().split("  #")[0]
-    raise AssertionError(f"no README line starts with {prefix!r}")
-
-
-@pytest.fixture(scope="module")
-def papermill_run(session_env: dict[str, str], cpu_assets: object) -> tuple[Any, Path]:
-    """The README's papermill line (the default scenario, unchanged) while a CPU-bound process
-    keeps one of the machine's cores busy: a nightly on a shared machine."""
-    line = _readme_line("papermill notebooks/gspo.ipynb")
-    papermill = str(Path(session_env.get("VIRTUAL_ENV", REPO / ".venv")) / "bin" / "papermill")
-    argv = shlex.split(line)
-    argv[0] = papermill if Path(papermill).exists() else str(REPO / ".venv" / "bin" / "papermill")
-    with HeavyLock():
-        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        try:
-            done = subprocess.run(argv, cwd=REPO, env=session_env, capture_output=True,
-                                  text=True, timeout=1800)
-        finally:
-            busy.kill()
-            busy.wait()
-    (REPO / "out.ipynb").unlink(missing_ok=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = re.search(r"workbook: report (\S+) \(run (\S+)\)", done.stderr)
-    assert found, "papermill printed no report path: " + done.stderr[-2000:]
-    return found, Path(found.group(2))
-
-
 def test_papermill_exactly_as_the_readme_shows_runs_reports_and_indexes(
-        papermill_run: tuple[Any, Path], session_env: dict[str, str]) -> None:
-    found, run = papermill_run
-    assert run.parent.parent == Path(session_env["WORKBOOK_RUNS"])  # the one runs root
-    assert Path(found.group(1)).is_file() and (run / "notebook.ipynb").is_file()
-    assert f'data-run="{run.name}"' in (Path(session_env["WORKBOOK_RUNS"]) / "index.html").read_text()
-
-
-def test_an_unchanged_run_beside_a_busy_process_passes_with_its_timings_not_comparable(
-        papermill_run: tuple[Any, Path]) -> None:
-    _, run = papermill_run
-    conditions = json.loads((run / "run.json").read_text())["conditions"]
-    assert conditions["others_cores"] >= 0.5, conditions  # the busy loop was seen
-    checks = json.loads((run / "checks.json").read_text())
-    assert checks["verdict"]["status"] == "passed", checks["verdict"]
-    rows = {r["metric"]: r for r in checks["rows"] if r["kind"] == "baseline"}
-    for metric in ("timing_s/step", "timing_s/update_actor", "perf/throughput"):
-        assert rows[metric]["status"] == "not_comparable", rows[metric]
-        assert "busier" in rows[metric]["message"], rows[metric]
-    assert rows["actor/pg_loss"]["status"] == "pass"  # the training side is still judged
+        papermill_night: PapermillNight, session_env: dict[str, str]) -> None:
+    night = papermill_night
+    assert night.returncode == 0, night.stderr[-3000:]
+    assert night.report is not None and night.run_dir is not None, night.stderr[-2000:]
+    assert night.run_dir.parent.parent == Path(session_env["WORKBOOK_RUNS"])  # the one runs root
+    assert night.report.is_file() and (night.run_dir / "notebook.ipynb").is_file()
+    index = (Path(session_env["WORKBOOK_RUNS"]) / "index.html").read_text()
+    assert f'data-run="{night.run_dir.name}"' in index
+    checks = json.loads((night.run_dir / "checks.json").read_text())
+    assert checks["verdict"]["status"] == "passed", checks["verdict"]  # a green night

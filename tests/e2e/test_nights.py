@@ -1,0 +1,154 @@
+"""The nightly across nights, on the session's REAL nights of the default scenario (issue 18).
+
+In order: the smoke suite's night and the README's papermill night (green, verl as installed);
+then ``baseline propose`` is refused (two green nights); an improved night (verl at a good commit
+of a local history, ``torch.compile`` turned off: a tuning change, so still compared) launched by
+``workbook align --replay-from``; then two nights of tonight's verl, whose history holds a
+loss-scaling bug and a version bump: the first, beside a busy process, is ``suspect`` (each
+metric the bug moves asks two nights in a row), the second ``regressed``. Fault runs (the
+variants suite) never enter the ledger.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import (
+    COMPILE_OFF,
+    GSPO_NAME,
+    CliRun,
+    Nights,
+    PapermillNight,
+    SuiteRun,
+    workbook_cli,
+)
+from tests.verl_history import BUMPED, VerlHistory
+
+pytestmark = pytest.mark.verl
+TIMINGS = ("timing_s/step", "timing_s/update_actor", "perf/throughput")
+
+
+def _checks(run: CliRun) -> dict:
+    assert run.run_dir is not None, run.output[-3000:]
+    return json.loads((run.run_dir / "checks.json").read_text())
+
+
+def _ledger(root: Path) -> list[dict]:
+    path = root / "ledger" / f"{GSPO_NAME}.cpu.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_propose_is_refused_with_two_green_nights_and_says_why(nights: Nights) -> None:
+    done = nights.refused_proposal
+    assert done.exit_code == 2, done.output[-3000:]
+    assert "2 green run" in done.output and "needed to propose" in done.output
+
+
+def test_a_tuning_change_that_doubles_throughput_is_improved_and_exits_0(nights: Nights) -> None:
+    run = nights.improved
+    data = _checks(run)
+    assert data["verdict"]["status"] == "improved", data["verdict"]
+    assert run.json("run.json")["exit_code"] == 0
+    rows = {r["metric"]: r for r in data["rows"] if r["kind"] == "baseline"}
+    assert rows["perf/throughput"]["status"] == "improved", rows["perf/throughput"]
+    assert rows["actor/pg_loss"]["status"] == "pass"  # the same training, compared
+    assert "propose a baseline refresh" in data["verdict"]["reason"]
+    assert f"workbook baseline propose {GSPO_NAME}" in data["verdict"]["reason"]
+
+
+def test_the_first_night_beyond_its_bands_is_suspect_and_exits_0(nights: Nights) -> None:
+    data = _checks(nights.suspect)
+    assert nights.suspect.exit_code == 0, nights.suspect.output[-3000:]
+    assert data["verdict"]["status"] == "suspect", data["verdict"]
+    rows = {r["metric"]: r for r in data["rows"] if r["kind"] == "baseline"}
+    assert rows["actor/pg_loss"]["status"] == "suspect"
+    assert "1 of the 2 nights" in rows["actor/pg_loss"]["message"]
+
+
+def test_a_busy_machine_sets_the_timings_aside_instead_of_failing_them(nights: Nights) -> None:
+    run = nights.suspect
+    conditions = run.json("run.json")["conditions"]
+    assert conditions["others_cores"] >= 0.5, conditions  # the busy process was seen
+    rows = {r["metric"]: r for r in _checks(run)["rows"] if r["kind"] == "baseline"}
+    for metric in TIMINGS:
+        assert rows[metric]["status"] == "not_comparable", rows[metric]
+        assert "busier" in rows[metric]["message"], rows[metric]
+
+
+def test_the_second_night_in_a_row_regresses(nights: Nights) -> None:
+    data = _checks(nights.regressed)
+    assert nights.regressed.exit_code == 1, nights.regressed.output[-3000:]
+    assert data["verdict"]["status"] == "regressed", data["verdict"]
+    rows = {r["metric"]: r for r in data["rows"] if r["kind"] == "baseline"}
+    assert rows["actor/pg_loss"]["status"] == "fail"
+
+
+def test_the_red_night_names_its_last_green_night_and_what_changed(
+        nights: Nights, verl_history: VerlHistory) -> None:
+    assert nights.regressed.run_dir is not None and nights.improved.run_dir is not None
+    report = (nights.regressed.run_dir / "report.html").read_text()
+    assert nights.improved.run_dir.name in report  # the last green night
+    assert f"0.9.1 -&gt; {BUMPED}" in report or f"0.9.1 -> {BUMPED}" in report  # verl's version
+    assert verl_history.bad[:12] in report and verl_history.commits[1][:12] in report
+    assert "use_torch_compile" in report  # the tuning the green night had
+
+
+def test_the_ledger_holds_the_nights_and_no_fault_run(
+        nights: Nights, smoke: SuiteRun, papermill_night: PapermillNight, variants: SuiteRun,
+        session_env: dict[str, str]) -> None:
+    ledger = _ledger(Path(session_env["WORKBOOK_RUNS"]))
+    ids = [n["run_id"] for n in ledger]
+    for run_dir in (smoke.entry("01-gspo-tiny").run_dir, papermill_night.run_dir,
+                    nights.improved.run_dir, nights.suspect.run_dir, nights.regressed.run_dir):
+        assert run_dir is not None and run_dir.name in ids
+    for prefix in ("01-", "03-"):  # runs with a fault loaded into verl are not nights
+        faulty = variants.entry(prefix).run_dir
+        assert faulty is not None and faulty.name not in ids
+    verdicts = {n["run_id"]: n["verdict"] for n in ledger}
+    assert nights.regressed.run_dir is not None
+    assert verdicts[nights.regressed.run_dir.name] == "regressed"
+
+
+def test_propose_blesses_the_green_nights_and_its_review_lists_the_change(
+        nights: Nights, session_env: dict[str, str], tmp_path: Path) -> None:
+    root = Path(session_env["WORKBOOK_RUNS"])
+    done = workbook_cli(["baseline", "propose", GSPO_NAME, "--runs-root", str(root), "--out",
+                         str(tmp_path)], session_env, timeout=600)
+    assert done.exit_code == 0, done.output[-3000:]
+    review = (tmp_path / "review.html").read_text()
+    assert nights.improved.run_dir is not None and nights.improved.run_dir.name in review
+    assert COMPILE_OFF.split("+=")[1].split("=")[0].rsplit(".", 1)[-1] in review
+    assert "kept red" in review  # tonight's regressed night, judged against the candidate
+    assert len(list(tmp_path.glob("*.json"))) >= 1
+
+
+def test_the_index_shows_what_is_red_since_when_and_what_changed(
+        nights: Nights, session_env: dict[str, str]) -> None:
+    root = Path(session_env["WORKBOOK_RUNS"])
+    done = workbook_cli(["index", str(root)], session_env, timeout=300)
+    assert done.exit_code == 0, done.output[-2000:]
+    index = (root / "index.html").read_text()
+    assert nights.suspect.run_dir is not None and nights.improved.run_dir is not None
+    assert "since" in index and BUMPED in index
+    assert "improved" in index
+
+
+def test_a_night_whose_console_log_lost_its_steps_is_judged_from_the_file_logger(
+        smoke: SuiteRun, session_env: dict[str, str], tmp_path: Path) -> None:
+    night = smoke.entry("01-gspo-tiny").run_dir
+    assert night is not None
+    copy = tmp_path / night.name
+    shutil.copytree(night, copy)
+    (copy / "run.log").write_text("")  # the runner lost the log after the run finished
+    judged = workbook_cli(["check", str(copy)], session_env, timeout=300)
+    assert judged.exit_code == 0, judged.output[-3000:]
+    source = json.loads((copy / "checks.json").read_text())
+    assert "file logger" in json.dumps(source.get("diagnosis", source)), source.keys()
+    (copy / "metrics.jsonl").unlink()  # and now nothing holds a step
+    empty = workbook_cli(["check", str(copy)], session_env, timeout=300)
+    assert empty.exit_code == 3, empty.output[-3000:]
+    assert "no metrics" in empty.output.lower()
