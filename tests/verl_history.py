@@ -5,11 +5,16 @@ history holds the commit that broke the night. verl is pure Python, so the insta
 the source tree of its release; it becomes the first commit of a local repository, and a few
 commits follow, as a week of upstream work would bring them:
 
-    c1  a comment                      (harmless)
+    c1  a comment                      (harmless; the last green night ran it)
     c2  the version bumped             (verl 0.9.1 -> 0.9.2.dev0: a changed package version)
     c3  a comment                      (harmless)
-    c4  the loss-scaling bug           (the policy loss doubled when one rank trains)
-    c5  a comment                      (harmless; tonight's commit)
+    c4  a comment                      (harmless)
+    c5  a comment                      (harmless)
+    c6  the loss-scaling bug           (the policy loss doubled when one rank trains)
+    c7  a comment                      (harmless; tonight's commit)
+
+A bisect from c1 to c7 tests c4 first (the middle of c2..c6), then c5 when c4 is skipped (the
+later of the two nearest the middle), then c6: two runs and a skip name c6.
 
 The bug is one plausible line in ``agg_loss``'s ``seq-mean-token-mean`` branch (the GSPO
 scenarios' aggregation): the sequence mean scaled by ``dp_size + 1`` instead of ``dp_size``.
@@ -52,7 +57,7 @@ class VerlHistory:
 
     @property
     def culprit(self) -> str:
-        return self.commits[4]
+        return self.commits[6]
 
 
 def _git(root: Path, *args: str) -> str:
@@ -90,6 +95,12 @@ def make_verl_history(root: Path) -> VerlHistory:
         ("trainer: note where checkpoints go",
          lambda: _append_comment(root / "verl" / "trainer" / "main_ppo.py",
                                  "checkpoints go to trainer.default_local_dir")),
+        ("workers: name the rollout skip's dump folder",
+         lambda: _append_comment(root / "verl" / "workers" / "__init__.py",
+                                 "skip.rollout_tq dumps under its dump_dir")),
+        ("utils: a word on the file logger",
+         lambda: _append_comment(root / "verl" / "utils" / "__init__.py",
+                                 "the file logger writes one JSON line per step")),
         ("core_algos: scale the sequence mean by every data-parallel rank", _plant_bug(root)),
         ("README: the CPU smoke suite",
          lambda: _append_comment(root / "verl" / "trainer" / "__init__.py", "smoke-tested on CPU")),
