@@ -28,10 +28,10 @@ def repo(tmp_path: Path) -> tuple[Path, list[str]]:
 
 def plan(tmp_path: Path, scenario: Path, repo: tuple[Path, list[str]], *,
          sets: list[str] | None = None, bad_run: Path | None = None,
-         good: int = 0, bad: int = 8) -> BisectPlan:
+         good: int = 0, bad: int = 8, directory: Path | None = None) -> BisectPlan:
     path, shas = repo
     return plan_bisect(scenario, sets or [], path, shas[good], shas[bad],
-                       runs_root=tmp_path / "runs", bad_run=bad_run)
+                       runs_root=tmp_path / "runs", bad_run=bad_run, directory=directory)
 
 
 def state_of(p: BisectPlan) -> dict:
@@ -228,10 +228,12 @@ def test_a_state_file_that_cannot_be_read_is_refused_naming_the_field(
     assert fake.tested == []
 
 
-def test_a_steps_run_is_never_a_night_of_the_scenario(tmp_path: Path, scenario: Path,
-                                                      repo) -> None:
+@pytest.mark.parametrize("inside", [True, False], ids=["under bisects/", "a --dir elsewhere"])
+def test_a_steps_run_is_never_a_night_of_the_scenario(tmp_path: Path, scenario: Path, repo,
+                                                      inside: bool) -> None:
     runs = tmp_path / "runs"
-    p = plan(tmp_path, scenario, repo, bad_run=red_run(tmp_path))
+    p = plan(tmp_path, scenario, repo, bad_run=red_run(tmp_path),
+             directory=None if inside else runs / "npu-hunt")
     run_bisect(p, runs_root=runs, execute=FakeSteps({f"c{i}": "regressed" for i in range(5, 9)}))
     step_run = Path(state_of(p)["steps"][0]["run_dir"])
 

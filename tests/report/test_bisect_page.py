@@ -14,6 +14,7 @@ from workbook.report.index import write_index
 
 GOOD, BAD = "a" * 40, "f" * 40
 SHAS = ["1" * 40, "2" * 40, "3" * 40, BAD]
+STATES = ["good", "bad", "not needed", "bad"]
 TOKEN = "hf" + "_" + "PlantedBisectTokenAbCdEfGhIjKlMn"  # assembled: no secret in the source
 
 
@@ -46,8 +47,7 @@ def state(directory: Path, **result: Any) -> dict[str, Any]:
         "bad_night": {"status": "regressed", "category": None, "source": "ledger",
                       "run_dir": None, "reason": "1 failed of 12 checks"},
         "candidates": [{"sha": s, "subject": f"change {i + 1}", "state": st}
-                       for i, (s, st) in enumerate(zip(SHAS, ["good", "bad", "not needed",
-                                                              "bad"]))],
+                       for i, (s, st) in enumerate(zip(SHAS, STATES, strict=True))],
         "result": {"status": "found", "message": f"the first bad commit is {SHAS[1][:12]}",
                    "first_bad": {"sha": SHAS[1], "subject": "change 2 <scale the loss>",
                                  "author": "Ada Tester", "date": "2026-11-30T12:00:00+00:00",
