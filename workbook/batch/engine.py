@@ -144,6 +144,17 @@ class Batch:
     def record(self, item: Item) -> Record:
         return self._by_key[item.key]
 
+    def add(self, item: Item) -> Record:
+        """One more item, learnt as the batch goes (a bisect picks each commit from the verdicts
+        before it); its record is the one it already has, or the file's, or a fresh one."""
+        if item.key not in self._by_key:
+            record = resumed(self.ledger.known().get(item.key), item.key, item.params.stem,
+                             item.about)
+            self.items.append(item)
+            self.records.append(record)
+            self._by_key[item.key] = record
+        return self._by_key[item.key]
+
     def todo(self, items: Sequence[Item] | None = None, *, rerun: bool = False) -> list[Item]:
         """The items that run now: not finished yet, or every one with ``rerun``."""
         return [i for i in (self.items if items is None else items)

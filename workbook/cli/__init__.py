@@ -38,6 +38,7 @@ SUBCOMMAND_MODULES = (
     "workbook.cli.rayjob",
     "workbook.cli.suite",
     "workbook.cli.sweep",
+    "workbook.cli.bisect",
     "workbook.cli.compare",
     "workbook.cli.lab",
 )

@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbook.cli import terminal
 from workbook.core.layout import default_root
+
+if TYPE_CHECKING:
+    from workbook.batch.records import Record
 
 EPILOG = """examples:
   workbook suite validate params/suites/nightly-npu-a2.txt
@@ -78,6 +82,8 @@ def run_command(args: argparse.Namespace) -> int:
                      _number(headline.get("mean step time")), _number(headline.get("final reward")),
                      _number(headline.get("clip fraction")), record.report or "-"))
     terminal.show(terminal.table(f"suite {result.name}", COLUMNS, rows, status_column=1))
+    for line in bisect_hints(result.entries, root):
+        print(line)
     if result.interrupted:
         print("suite: stopped by the user; entries after the stopped one did not run")
     if args.junit:  # from each run's own verdict: a run is judged once
@@ -85,6 +91,25 @@ def run_command(args: argparse.Namespace) -> int:
     print(f"index: {write_index(root)}")
     print(result.directory)
     return result.exit_code
+
+
+def bisect_hints(records: list[Record], root: Path) -> list[str]:
+    """The lines the summary prints for each red entry: its ``workbook bisect`` command, and
+    what the command still needs when the ledger does not know it (redacted)."""
+    from workbook.core.redaction import redact_text
+    from workbook.history.bisect_hint import hint_for_run
+
+    lines = []
+    for record in records:
+        if not record.run_dir or not Path(record.run_dir).is_dir():
+            continue
+        hint = hint_for_run(Path(record.run_dir), root)
+        if hint is None:
+            continue
+        said = [hint.note] if hint.note else []
+        said += [f"the verl commit it started at: {hint.command}"] if hint.command else []
+        lines += [redact_text(f"suite: {record.key}: {line}") for line in said]
+    return lines
 
 
 def _seconds(value: float | None) -> str:

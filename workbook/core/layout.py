@@ -28,7 +28,8 @@ from typing import Any
 from workbook.core.atomic import write_atomic
 from workbook.core.redaction import dump_json, form_of, redact_document
 
-__all__ = ["CLUSTER_FILE", "COMPARISONS_DIR", "PROPOSALS_DIR", "PROPOSAL_PAGE", "proposal_dir", "COMPARISON_FILE", "COMPARISON_NOTEBOOK",
+__all__ = ["BISECTS_DIR", "BISECT_FILE", "BISECT_PAGE", "BISECT_STEPS_DIR", "BISECT_WORKTREES_DIR",
+           "bisect_dir", "CLUSTER_FILE", "COMPARISONS_DIR", "PROPOSALS_DIR", "PROPOSAL_PAGE", "proposal_dir", "COMPARISON_FILE", "COMPARISON_NOTEBOOK",
            "COMPARISON_PAGE", "ERROR_LOG", "INDEX", "RAYJOB_FILE", "ROLLOUTS_DIR", "RUN_FILES", "RUN_MARKERS",
            "RunDir", "STOP_FILE", "SUITES_DIR", "SUITE_FILE", "SUMMARY_CACHE", "SWEEPS_DIR",
            "SWEEP_FILE", "TREND_CACHE", "default_root", "is_run_dir", "lane_cluster_file",
@@ -66,12 +67,25 @@ SUMMARY_CACHE = ".summary.json"  # a run's index line, cached beside it
 # <root>/proposals/<scenario>.<hardware>/<UTC stamp>/: a candidate baseline and its review page
 PROPOSALS_DIR = "proposals"
 PROPOSAL_PAGE = "review.html"
+# <root>/bisects/<scenario>/<good7>-<bad7>/: a bisect of verl's commits between two nights, its
+# state, its page, each step's run under steps/<n>-<sha7>/<run_id>/ and the git worktrees the
+# steps import verl from (hidden: the index and the ledger never walk a verl checkout)
+BISECTS_DIR = "bisects"
+BISECT_FILE = "bisect.json"
+BISECT_PAGE = "bisect.html"
+BISECT_STEPS_DIR = "steps"
+BISECT_WORKTREES_DIR = ".worktrees"
 
 
 def proposal_dir(root: Path, scenario: str, hardware: str, now: datetime | None = None) -> Path:
     """Where ``workbook baseline propose`` writes by default: one folder per proposal, by time."""
     now = now or datetime.now(timezone.utc)
     return Path(root) / PROPOSALS_DIR / f"{scenario}.{hardware}" / now.strftime("%Y%m%dT%H%M%SZ")
+
+
+def bisect_dir(root: Path, scenario: str, good: str, bad: str) -> Path:
+    """Where ``workbook bisect`` keeps a bisect by default: one folder per scenario and range."""
+    return Path(root) / BISECTS_DIR / scenario / f"{good[:7]}-{bad[:7]}"
 
 
 def lane_cluster_file(lane: int) -> str:

@@ -4,9 +4,10 @@ A red night asks what changed since the last green one, so every judged run of a
 suite night's entry or a single run) leaves an entry: when it ran, its verdict, what it ran with
 (package versions, verl and workbook commits, image, host, hardware key), the scenario's
 settings, the baseline it was judged against (path and digest) and its headline numbers (the
-window values of its baseline comparisons). A sweep point varies a setting on purpose and a run
-that loads a fault (``WORKBOOK_FAULT``: a planted regression) is meant to be red: neither is a
-night, and neither is in the ledger.
+window values of its baseline comparisons). A sweep point varies a setting on purpose, a
+bisect's step runs an old verl commit on purpose and a run that loads a fault
+(``WORKBOOK_FAULT``: a planted regression) is meant to be red: none is a night, and none is in
+the ledger.
 
 The run directories are the truth. ``<runs root>/ledger/<scenario>.<hardware>.jsonl`` caches
 their entries: :func:`record` updates it when a run is closed, and a runs root without a
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from workbook.core.layout import (
+    BISECT_FILE,
+    BISECTS_DIR,
     RUN_FILES,
     SUITE_FILE,
     SWEEP_FILE,
@@ -159,9 +162,10 @@ def entry_of(run_dir: Path, runs_root: Path, *, verdict: str | None = None,
 
 
 def counts(run_dir: Path, runs_root: Path) -> bool:
-    """Whether a run is a night of its scenario: not a sweep point, loading no fault."""
+    """Whether a run is a night of its scenario: not a sweep point, not a bisect's step (an old
+    commit tested on purpose), loading no fault."""
     run_dir = Path(run_dir)
-    if _in_sweep(run_dir, runs_root):
+    if _in_sweep(run_dir, runs_root) or _in_bisect(run_dir, runs_root):
         return False
     env = _json(run_dir / RUN_FILES["command_json"]).get("env")
     if isinstance(env, dict) and str(env.get(FAULT_ENV) or "").strip():
@@ -292,7 +296,7 @@ def run_dirs(runs_root: Path) -> Iterator[Path]:
         for child in children:
             if is_run_dir(child):
                 yield child
-            elif not (child / SWEEP_FILE).is_file():
+            elif not (child / SWEEP_FILE).is_file() and not (child / BISECT_FILE).is_file():
                 stack.append(child)
 
 
@@ -446,6 +450,14 @@ def _in_sweep(run_dir: Path, runs_root: Path) -> bool:
     holds ``sweep.json`` (``<sweep>/<point>/<run_id>``, wherever ``--dir`` put it)."""
     return (SWEEPS_DIR in _below_root(run_dir, runs_root)[:1]
             or any((folder / SWEEP_FILE).is_file() for folder in _batch_folders(run_dir, runs_root)))
+
+
+def _in_bisect(run_dir: Path, runs_root: Path) -> bool:
+    """Whether a run is a bisect's step: under the root's ``bisects/``, or in a folder holding
+    ``bisect.json`` (``<bisect>/steps/<step>/<run_id>``, wherever ``--dir`` put it)."""
+    return (BISECTS_DIR in _below_root(run_dir, runs_root)[:1]
+            or any((folder / BISECT_FILE).is_file()
+                   for folder in Path(run_dir).resolve().parents[:3]))
 
 
 def _batch_folders(run_dir: Path, runs_root: Path) -> list[Path]:

@@ -22,6 +22,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from workbook.core.layout import (
+    BISECT_FILE,
+    BISECT_PAGE,
     COMPARISON_PAGE,
     INDEX,
     RUN_FILES,
@@ -86,6 +88,7 @@ def write_index(runs_root: Path, out: Path | None = None, *, published: bool = F
         + _tally(runs)
         + _suites(tree, runs_root, target.parent)
         + _comparisons(tree, runs_root, target.parent)
+        + _bisects(tree, runs_root, target.parent)
         + _last_greens(ledgers)
         + "<h2>All runs</h2>"
         + _filters(runs)
@@ -205,6 +208,22 @@ def _comparisons(tree: RunTree, runs_root: Path, base: Path) -> str:
         items.append(f'<li data-comparison="{_e(label)}"><a href="{_e(_href(found, base))}">'
                      f"{_e(label)}</a></li>")
     return f"<h2>Comparisons</h2><ul>{''.join(items)}</ul>"
+
+
+def _bisects(tree: RunTree, runs_root: Path, base: Path) -> str:
+    """Links to every bisect's page with how it ended (newest first)."""
+    pages = [p for p in tree.holding(BISECT_PAGE) if _linkable(p, runs_root)]
+    items = []
+    for found in sorted(pages, key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            result = json.loads((found.parent / BISECT_FILE).read_text(encoding="utf-8"))["result"]
+            said = f"{result['status']}: {result['message']}"
+        except (OSError, ValueError, KeyError, TypeError):
+            said = "its bisect.json cannot be read"
+        label = "/".join(found.parent.relative_to(runs_root).parts)
+        items.append(f'<li data-bisect="{_e(label)}"><a href="{_e(_href(found, base))}">'
+                     f"{_e(label)}</a>: {_e(said)}</li>")
+    return f"<h2>Bisects</h2><ul>{''.join(items)}</ul>" if items else ""
 
 
 def _trends(runs: list[RunSummary], cache: Path, nights: dict[str, Entry] | None = None) -> str:

@@ -27,6 +27,7 @@ from workbook import provenance
 from workbook.checks.baseline_rules import BLESSED, IMPORTED
 from workbook.core.layout import RUN_FILES
 from workbook.core.status import Verdict
+from workbook.history.bisect_hint import BisectHint, hint_for
 from workbook.history.changes import changes_since
 from workbook.history.ledger import RED, Entry, entry_of, last_green, read_ledger
 from workbook.plots.compared import compared_band, compared_bands
@@ -499,6 +500,7 @@ class History:
     blessed: bool = False  # its provenance is bless's record of runs and versions
     red: bool = False  # regressed or failed: the last green night is shown
     green: LastGreen | None = None  # None on a red night: never green in this runs root
+    bisect: BisectHint | None = None  # a red night: the command that finds verl's culprit
 
 
 @dataclass(frozen=True)
@@ -523,10 +525,11 @@ def _history(v: RunView) -> History:
     root = _runs_root(v)
     this = entry_of(v.path, root, verdict=status, judged_now=True)  # judged with the file as it is
     green = last_green(read_ledger(root, this.scenario, this.hardware), before=this) if this else None
+    hint = hint_for(v.run, this, green) if this else None
     if this is None or green is None:
-        return replace(shown, red=True)
+        return replace(shown, red=True, bisect=hint)
     changes = tuple(ChangeLine(c.kind, c.name, c.old, c.new) for c in changes_since(green, this))
-    return replace(shown, red=True, green=LastGreen(
+    return replace(shown, red=True, bisect=hint, green=LastGreen(
         date=date_text(green.date) if green.date else "unknown", run_id=green.run_id,
         href=_report_link(v.path, root, green), verl_commit=green.commits.get("verl") or "unknown",
         workbook_commit=green.commits.get("workbook") or "unknown", changes=changes))
