@@ -22,6 +22,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from workbook.core.layout import (
+    ALIGNMENT_FILE,
+    ALIGNMENT_PAGE,
     COMPARISON_PAGE,
     INDEX,
     RUN_FILES,
@@ -86,6 +88,7 @@ def write_index(runs_root: Path, out: Path | None = None, *, published: bool = F
         + _tally(runs)
         + _suites(tree, runs_root, target.parent)
         + _comparisons(tree, runs_root, target.parent)
+        + _alignments(tree, runs_root, target.parent)
         + _last_greens(ledgers)
         + "<h2>All runs</h2>"
         + _filters(runs)
@@ -205,6 +208,26 @@ def _comparisons(tree: RunTree, runs_root: Path, base: Path) -> str:
         items.append(f'<li data-comparison="{_e(label)}"><a href="{_e(_href(found, base))}">'
                      f"{_e(label)}</a></li>")
     return f"<h2>Comparisons</h2><ul>{''.join(items)}</ul>"
+
+
+def _alignments(tree: RunTree, runs_root: Path, base: Path) -> str:
+    """Links to every alignment page (``workbook align``) with its verdict, newest first."""
+    pages = [p for p in tree.holding(ALIGNMENT_PAGE) if _linkable(p, runs_root)]
+    items = []
+    for found in sorted(pages, key=lambda p: p.stat().st_mtime, reverse=True):
+        label = "/".join(found.parent.relative_to(runs_root).parts)
+        try:
+            record = json.loads((found.parent / ALIGNMENT_FILE).read_text(encoding="utf-8"))
+            status = str(record["verdict"]["status"])
+            pair = f'{record["run_a"]["run_id"]} vs {record["run_b"]["run_id"]}'
+        except (OSError, ValueError, KeyError, TypeError):
+            status, pair = "unknown", "record unreadable"
+        badge = "passed" if status == "aligned" else "regressed" if status == "not aligned" \
+            else "unknown"
+        items.append(f'<li data-alignment="{_e(label)}"><span class="badge b-{badge}">'
+                     f'{_e(status)}</span> <a href="{_e(_href(found, base))}">{_e(label)}</a> '
+                     f"({_e(pair)})</li>")
+    return f"<h2>Alignments</h2><ul>{''.join(items)}</ul>" if items else ""
 
 
 def _trends(runs: list[RunSummary], cache: Path, nights: dict[str, Entry] | None = None) -> str:
