@@ -39,6 +39,7 @@ SUBCOMMAND_MODULES = (
     "workbook.cli.suite",
     "workbook.cli.sweep",
     "workbook.cli.compare",
+    "workbook.cli.align",
     "workbook.cli.lab",
 )
 
