@@ -118,7 +118,7 @@ def test_replay_from_runs_the_scenario_on_run_a_rollouts_then_aligns(
     (b,) = (tmp_path / "runs" / SCENARIO).iterdir()
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0
-    assert f"run directory: {b}" in out and out[-2].startswith(f"run B: {b} (passed")
+    assert out[0] == f"run directory: {b}" and out[1] == f"run B: {b} (passed: stand-in)"
     record = json.loads((Path(out[-1]).parent / "alignment.json").read_text())
     assert (record["run_a"]["path"], record["run_b"]["path"]) == (str(a.resolve()), str(b))
 
@@ -151,4 +151,22 @@ def test_replay_from_whose_run_failed_exits_3_after_aligning_what_it_left(
     code = run_command(replay_args(a, tmp_path / "runs"), execute=StandIn(a, exit_code=3))
 
     out = capsys.readouterr().out.strip().splitlines()
-    assert code == 3 and out[-1].endswith("alignment.html") and "(failed: stand-in)" in out[-2]
+    assert code == 3 and out[-1].endswith("alignment.html") and "(failed: stand-in)" in out[1]
+
+
+def test_a_page_that_cannot_be_written_exits_3_with_the_step_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import workbook.report.render
+
+    def broken(folder: Path) -> Path:
+        raise OSError("disk full while rendering")
+
+    monkeypatch.setattr(workbook.report.render, "render_alignment", broken)
+
+    code = main(["align", *two_runs(tmp_path / "runs"), "--out", str(tmp_path / "out")])
+
+    assert code == 3  # never 0 or 1: the verdict was reached, its page was not
+    assert "render the alignment: OSError: disk full while rendering" in capsys.readouterr().err
+    assert "OSError" in (tmp_path / "out" / "workbook-error.log").read_text()
+    assert (tmp_path / "out" / "alignment.json").is_file()

@@ -3,8 +3,9 @@ train alike? (Precision alignment of a scenario ported to another chip or verl v
 
 Exit codes: 0 aligned, 1 not aligned, 2 bad input (not run directories, runs of different
 scenarios, a run without metrics, a malformed threshold; for ``--replay-from`` also a run A
-without a rollouts dump and an invalid scenario, all before anything starts), 3 unexpected, or
-run B failed or was stopped.
+without a rollouts dump and an invalid scenario, all before anything starts), 3 anything
+unexpected once the alignment is recorded (its page or the index not written), or run B failed
+or was stopped.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workbook.core.layout import ROLLOUTS_DIR
+from workbook.core.layout import ERROR_LOG, ROLLOUTS_DIR
 from workbook.errors import EXIT_RUN_FAILED, InputError
 
 if TYPE_CHECKING:
@@ -86,14 +87,12 @@ def run_command(args: argparse.Namespace,
         run_a = args.replay_from
         result = replay(args, run_a, execute)
         run_b = result.run_dir
-    record = aligned(args, run_a, run_b, thresholds)
-    if result is not None:
-        print(f"run B: {result.run_dir} ({result.verdict}: {result.reason})")
-        if result.exit_code == EXIT_RUN_FAILED or result.errors:
-            print(record.page)
-            return EXIT_RUN_FAILED
+        print(f"run B: {run_b} ({result.verdict}: {result.reason})", flush=True)
+    record, errors = aligned(args, run_a, run_b, thresholds)
+    failed = bool(errors) or result is not None and (
+        result.exit_code == EXIT_RUN_FAILED or bool(result.errors))
     print(record.page)
-    return record.alignment.judgement.exit_code
+    return EXIT_RUN_FAILED if failed else record.alignment.judgement.exit_code
 
 
 def replay(args: argparse.Namespace, run_a: Path,
@@ -124,21 +123,26 @@ def replay_sets(dump: Path) -> list[str]:
 
 
 def aligned(args: argparse.Namespace, run_a: Path, run_b: Path,
-            thresholds: dict[str, float]) -> Record:
-    """Align, record, render the page and index it; print the table; write JUnit if asked."""
+            thresholds: dict[str, float]) -> tuple[Record, list[str]]:
+    """Align and record (bad input stops here, exit 2), then render the page and index it
+    (a step that fails is named, its traceback kept in the folder: exit 3); print the table;
+    write JUnit if asked."""
     from workbook.report.alignment import prepare
     from workbook.run.life import close
 
     record = prepare(run_a, run_b, thresholds=thresholds, metrics=args.metric,
                      min_throughput_ratio=args.min_throughput_ratio,
                      out=args.out.resolve() if args.out else "")
-    close(record, announce=False)
+    args.started = True  # recorded: from here on a surprise is exit 3, never a verdict
+    errors = close(record, announce=False).errors
+    for error in errors:
+        print(f"workbook: {error} (traceback in {record.folder / ERROR_LOG})", file=sys.stderr)
     if args.junit:
         from workbook.checks.junit import alignment_suite, write_junit
 
         write_junit([alignment_suite(record.alignment, page=str(record.page))], args.junit)
     show(record)
-    return record
+    return record, errors
 
 
 def show(record: Record) -> None:
