@@ -130,3 +130,24 @@ def test_every_report_cell_of_the_notebook_is_a_section_the_page_renders(tag: st
     calls = ["".join(c["source"]).strip() for c in cells
              if tag in c["metadata"].get("tags", [])]
     assert calls and all(re.sub(r"\(\w+\)$", "", call) in SECTIONS for call in calls)
+
+
+def test_the_notebook_run_by_papermill_leaves_the_page_workbook_align_leaves(
+        record: alignment.Record, tmp_path: Path) -> None:
+    """JupyterLab's path (the notebook's own cells, in a kernel) and the command's (the report
+    cells rendered from the record) give the same sections."""
+    from workbook.run.notebook import execute
+
+    out = tmp_path / "from-notebook"
+    execute(NOTEBOOK, tmp_path, {"run_a": record.alignment.a.path,
+                                 "run_b": record.alignment.b.path, "out": str(out)}, stream=False)
+
+    def metrics_table(page: Path) -> str:
+        found = re.search(r'<section data-section="alignment-metrics">.*?</section>',
+                          page.read_text(), re.DOTALL)
+        assert found
+        return found.group(0)
+
+    assert metrics_table(out / ALIGNMENT_PAGE) == metrics_table(record.page)
+    assert json.loads((out / ALIGNMENT_FILE).read_text())["verdict"] == json.loads(
+        (record.folder / ALIGNMENT_FILE).read_text())["verdict"]
