@@ -257,3 +257,26 @@ def test_the_record_reads_back_as_written(tmp_path: Path) -> None:
     text = json.dumps(alignment.to_dict(), allow_nan=False)  # valid JSON: no Infinity
 
     assert Alignment.from_dict(json.loads(text)) == alignment
+
+
+MINIMAL = {"name": "s", "profile": "cpu", "model_path": "m", "train_files": "t", "val_files": "v"}
+
+
+@pytest.mark.parametrize(("section", "problem"), [
+    ({"thresholds": {LOSS: 3, GRAD: 0}, "metrics": [REWARD], "min_throughput_ratio": 0.8}, None),
+    ({"thresholds": {LOSS: -1}}, ("alignment.thresholds.actor/pg_loss", ">= 0")),
+    ({"thresholds": {LOSS: "nan"}}, ("alignment.thresholds.actor/pg_loss", "finite")),
+    ({"thresholds": {"": 2}}, ("alignment.thresholds.", "at least 1 character")),
+    ({"min_throughput_ratio": 0}, ("alignment.min_throughput_ratio", "> 0")),
+    ({"threshold": {LOSS: 2}}, ("alignment.threshold", "unknown key")),
+])
+def test_the_scenario_alignment_section_is_validated_with_the_scenario(
+        section: dict, problem: tuple[str, str] | None) -> None:
+    from workbook.params.schema import parse_scenario
+
+    scenario, problems = parse_scenario({**MINIMAL, "alignment": section})
+
+    if problem is None:
+        assert problems == [] and scenario and scenario.alignment.thresholds[LOSS] == 3
+    else:
+        assert [p for p in problems if p[0].startswith(problem[0]) and problem[1] in p[1]], problems
