@@ -42,7 +42,7 @@ def bisect(nights: Nights, verl_history: VerlHistory, session_env: dict[str, str
             "-s", f"env.PYTHONPATH={FAULTS}", "-s", "env.VERL_USE_EXTERNAL_MODULES=verl_faults",
             "-s", "env.WORKBOOK_FAULT=quota_once", "-s", f"env.WORKBOOK_FAULT_MARKER={marker}"]
     with HeavyLock():
-        first = interrupted(args, session_env, when="step 2", after_s=8.0)
+        first = interrupted(args, session_env, when="bisect: step 2:", after_s=8.0)
         again = workbook_cli(args, session_env, timeout=2400)
     state = next(Path(session_env["WORKBOOK_RUNS"]).glob("bisects/*/*/bisect.json"))
     return first, again, state
@@ -61,7 +61,7 @@ def test_bisect_names_the_commit_that_planted_the_bug(
     _, again, state = bisect
     assert again.exit_code == 0, again.output[-4000:]
     data = json.loads(state.read_text())
-    assert data["result"]["first_bad"] == verl_history.culprit, data["result"]
+    assert data["result"]["first_bad"]["sha"] == verl_history.culprit, data["result"]
     page = (state.parent / "bisect.html").read_text()
     assert verl_history.culprit[:12] in page
     assert verl_history.subjects[verl_history.commits.index(verl_history.culprit)] in page
@@ -87,7 +87,7 @@ def test_ctrl_c_stops_the_bisect_and_running_it_again_continues(
     assert outcomes.count("skip") == 1 and outcomes[-1] == "bad", outcomes
     # the skipped midpoint ran once: the second invocation did not try it again
     skipped = next(s for s in steps if s["outcome"] == "skip")
-    assert len(list(Path(skipped["run_dir"]).parent.parent.glob("*/run.json"))) == 1
+    assert len(list(Path(skipped["run_dir"]).parent.glob("*/run.json"))) == 1
     for step in steps:  # every step keeps its run directory and report
         assert (Path(step["run_dir"]) / "report.html").is_file(), step
 

@@ -112,8 +112,10 @@ def test_the_runs_index_lists_each_bisect_with_how_it_ended(tmp_path: Path) -> N
 
     index = write_index(runs).read_text()
 
-    item = re.search(r'<li data-bisect="([^"]+)"><a href="([^"]+)">.*?</a>: (.*?)</li>', index)
+    item = re.search(r'<li data-bisect="([^"]+)"><span class="badge b-(\w+)">(\w+)</span> '
+                     r'<a href="([^"]+)">.*?</a>: (.*?)</li>', index)
     assert item is not None
     assert item.group(1) == "bisects/gspo-tiny/aaaaaaa-fffffff"
-    assert item.group(2) == "bisects/gspo-tiny/aaaaaaa-fffffff/bisect.html"
-    assert item.group(3) == f"found: the first bad commit is {SHAS[1][:12]}"
+    assert (item.group(2), item.group(3)) == ("passed", "found")
+    assert item.group(4) == "bisects/gspo-tiny/aaaaaaa-fffffff/bisect.html"
+    assert item.group(5) == f"the first bad commit is {SHAS[1][:12]}"

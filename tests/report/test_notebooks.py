@@ -29,6 +29,8 @@ PARAMETERS = {
         "run_dir": '""',
     },
     "compare.ipynb": {"runs": "[]", "sweep": '""', "out": '""'},
+    "align.ipynb": {"run_a": '""', "run_b": '""', "thresholds": "{}", "metrics": "[]",
+                    "min_throughput_ratio": "None", "out": '""'},
 }
 FOUND = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 RUN_NOTEBOOKS = [name for name in FOUND if "scenario" in PARAMETERS.get(name, {})]

@@ -8,6 +8,11 @@ and the suite's ``verdict`` property says ``improved``; ``suspect`` likewise a p
 ``system-out`` says it waits for another night beyond the band). A suite of scenarios writes one file
 holding a suite per scenario. CI uploads the file, so every message, property and output in it
 is redacted, element by element, on the way out.
+
+An alignment of two runs (``workbook align --junit``) is a suite of its own: one test case per
+metric, a failure for each thresholded metric beyond its threshold (its mean error and the first
+step beyond), a case for the steps B reached and, when judged, the throughput ratio; the
+warnings (a run not made deterministic) are the suite's ``system-out``.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
+from junitparser import Error, Failure, JUnitXml, Skipped, SystemOut, TestCase, TestSuite
 
+from workbook.checks.aligned_runs import Alignment
 from workbook.checks.rows import ERROR, FAIL, IMPROVED, SUSPECT
 from workbook.checks.verdict import Verdict
 from workbook.core.layout import write_redacted
@@ -58,6 +64,46 @@ def skipped_suite(name: str, why: str) -> TestSuite:
     suite.add_testcase(case)
     suite.update_statistics()
     return suite
+
+
+def alignment_suite(alignment: Alignment, *, page: str | None = None) -> TestSuite:
+    """One ``<testsuite>`` named ``alignment <A> vs <B>`` (run ids; the scenario a property)."""
+    a, b = alignment.a, alignment.b
+    name = f"alignment {a.run_id} vs {b.run_id}"
+    suite = TestSuite(name)
+    for key, value in {"verdict": alignment.status, "reason": alignment.judgement.reason,
+                       "scenario": a.scenario, "run_a": a.path, "run_b": b.path,
+                       "page": page}.items():
+        suite.add_property(key, "" if value is None else str(value))
+    steps = TestCase("steps reached", classname=name)
+    expected = a.expected_steps or a.steps_reached
+    if b.steps_reached < expected:
+        steps.result = [Failure(f"run B reached {b.steps_reached} of the {expected} steps run A "
+                                "expected", "steps")]
+    suite.add_testcase(steps)
+    for m in alignment.metrics:
+        case = TestCase(m.metric, classname=name)
+        case.system_out = (f"{m.status}: mean error {_pct(m.mae)}, largest {_pct(m.max_error)}"
+                           f"{'' if m.threshold is None else f', threshold {m.threshold:g} %'}"
+                           f" over {len(m.steps)} steps; paired test: "
+                           f"{m.paired.note if m.paired else 'not computed'}")
+        if not m.holds:
+            case.result = [Failure(m.problem(), m.status)]
+        suite.add_testcase(case)
+    rate = alignment.throughput
+    if rate.minimum is not None:
+        case = TestCase("throughput ratio", classname=name)
+        if not rate.holds:
+            case.result = [Failure(rate.problem(), "throughput")]
+        suite.add_testcase(case)
+    if alignment.judgement.warnings:
+        suite.append(SystemOut("\n".join(alignment.judgement.warnings)))
+    suite.update_statistics()
+    return suite
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g} %"
 
 
 def write_junit(suites: Iterable[TestSuite], path: Path) -> Path:

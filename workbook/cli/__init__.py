@@ -40,6 +40,7 @@ SUBCOMMAND_MODULES = (
     "workbook.cli.sweep",
     "workbook.cli.bisect",
     "workbook.cli.compare",
+    "workbook.cli.align",
     "workbook.cli.lab",
 )
 

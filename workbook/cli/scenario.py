@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from workbook.core.layout import RunDir, default_root
+from workbook.core.layout import ERROR_LOG, RunDir, default_root
 from workbook.core.project import find_scenario
 from workbook.errors import EXIT_RUN_FAILED
 from workbook.params.schema import Scenario
+
+if TYPE_CHECKING:
+    from workbook.run.driver import RunResult
 
 
 def add_scenario_args(p: argparse.ArgumentParser) -> None:
@@ -94,28 +99,51 @@ def plan(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbook.run.driver import execute_run
+    params, s = validated(args)
+    result = launch(args, params, s)
+    print(f"verdict: {result.verdict}: {result.reason}")
+    print(f"report: {result.report or 'not written'}")
+    print(result.run_dir)
+    return run_exit_code(result)
+
+
+def validated(args: argparse.Namespace) -> tuple[Path, Scenario]:
+    """``args.params`` with ``args.sets`` (and ``--verl``) validated as a run here needs them,
+    the CPU profile's assets built first; ``args.sets`` becomes the full list of overrides.
+    Nothing is created before this passes (exit 2)."""
     from workbook.run.steps import ensure_profile_ready
     from workbook.scenario import validate_scenario
 
     params, args.sets = find_scenario(args.params), scenario_sets(args)
     ensure_profile_ready(params, args.sets)
-    s = validate_scenario(params, args.sets, where="here")  # nothing is created before this passes
+    s = validate_scenario(params, args.sets, where="here")
     print_warnings(s, params)
-    root = (args.runs or default_root()).resolve()
-    if args.run_dir:
+    return params, s
+
+
+def launch(args: argparse.Namespace, params: Path, s: Scenario,
+           execute: Callable[..., RunResult] | None = None) -> RunResult:
+    """Run a validated scenario as ``workbook run`` does (``--runs``, ``--run-dir``,
+    ``--notebook``, ``--quiet``): prepared, launched, judged, rendered and indexed by the run's
+    notebook (:func:`workbook.run.driver.execute_run`, or ``execute`` standing in for it)."""
+    from workbook.run import driver
+
+    root = (getattr(args, "runs", None) or default_root()).resolve()
+    if getattr(args, "run_dir", None):
         rd = RunDir(args.run_dir.resolve())
         rd.path.mkdir(parents=True, exist_ok=True)
     else:
         rd = RunDir.create(root, s.name)
     args.active_run = rd.path  # from here on a surprise is a failed run (exit 3), not bad input
     print(f"run directory: {rd.path}", flush=True)
-    result = execute_run(params, list(args.sets), rd, runs_root=root, launcher=s.launcher,
-                         notebook=args.notebook, echo=not args.quiet)
+    result = (execute or driver.execute_run)(
+        params, list(args.sets), rd, runs_root=root, launcher=s.launcher,
+        notebook=getattr(args, "notebook", None), echo=not getattr(args, "quiet", False))
     for error in result.errors:
-        print(f"workbook: {error} (traceback in {rd.path / 'workbook-error.log'})",
-              file=sys.stderr)
-    print(f"verdict: {result.verdict}: {result.reason}")
-    print(f"report: {result.report or 'not written'}")
-    print(rd.path)
+        print(f"workbook: {error} (traceback in {rd.path / ERROR_LOG})", file=sys.stderr)
+    return result
+
+
+def run_exit_code(result: RunResult) -> int:
+    """The run's verdict's code; 3 when closing it went wrong somewhere."""
     return result.exit_code if not result.errors else max(result.exit_code, EXIT_RUN_FAILED)

@@ -27,6 +27,9 @@ STYLES = {
     "failed": "bold red",
     "error": "yellow", "regressed": "bold yellow", "stopped": "bold blue",
     "not_measured": "dim", "not_comparable": "dim", "skipped": "dim",
+    # workbook align: its verdicts and the status of each metric
+    "aligned": "bold green", "not aligned": "bold yellow", "within": "green", "beyond": "red",
+    "missing": "yellow", "undefined": "yellow", "reported": "dim",
 }
 
 

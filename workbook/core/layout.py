@@ -28,8 +28,10 @@ from typing import Any
 from workbook.core.atomic import write_atomic
 from workbook.core.redaction import dump_json, form_of, redact_document
 
-__all__ = ["BISECTS_DIR", "BISECT_FILE", "BISECT_PAGE", "BISECT_STEPS_DIR", "BISECT_WORKTREES_DIR",
-           "bisect_dir", "CLUSTER_FILE", "COMPARISONS_DIR", "PROPOSALS_DIR", "PROPOSAL_PAGE", "proposal_dir", "COMPARISON_FILE", "COMPARISON_NOTEBOOK",
+__all__ = ["ALIGNMENTS_DIR", "ALIGNMENT_FILE", "ALIGNMENT_PAGE", "BISECTS_DIR", "BISECT_FILE",
+           "BISECT_PAGE", "BISECT_STEPS_DIR", "BISECT_WORKTREES_DIR", "bisect_dir", "CLUSTER_FILE",
+           "COMPARISONS_DIR", "PROPOSALS_DIR", "PROPOSAL_PAGE", "proposal_dir", "COMPARISON_FILE",
+           "COMPARISON_NOTEBOOK",
            "COMPARISON_PAGE", "ERROR_LOG", "INDEX", "RAYJOB_FILE", "ROLLOUTS_DIR", "RUN_FILES", "RUN_MARKERS",
            "RunDir", "STOP_FILE", "SUITES_DIR", "SUITE_FILE", "SUMMARY_CACHE", "SWEEPS_DIR",
            "SWEEP_FILE", "TREND_CACHE", "default_root", "is_run_dir", "lane_cluster_file",
@@ -54,7 +56,7 @@ CLUSTER_FILE = "cluster.json"  # the state of a local Ray cluster a run, suite o
 RAYJOB_FILE = "rayjob.yaml"  # the KubeRay manifest a run was submitted as
 
 # The runs tree above run directories: <root>/suites/<suite>/<night>/, <root>/sweeps/<params>/<id>/,
-# <root>/comparisons/<id>/, each with its record; the index at the root.
+# <root>/comparisons/<id>/, <root>/alignments/<id>/, each with its record; the index at the root.
 SUITES_DIR, SWEEPS_DIR, COMPARISONS_DIR = "suites", "sweeps", "comparisons"
 SUITE_FILE = "suite.json"
 SWEEP_FILE = "sweep.json"
@@ -64,6 +66,10 @@ COMPARISON_PAGE = "comparison.html"
 INDEX = "index.html"
 TREND_CACHE = ".trends"  # index charts by content hash: a refresh redraws only what changed
 SUMMARY_CACHE = ".summary.json"  # a run's index line, cached beside it
+# <root>/alignments/<id>/: two runs judged for precision alignment (``workbook align``)
+ALIGNMENTS_DIR = "alignments"
+ALIGNMENT_FILE = "alignment.json"
+ALIGNMENT_PAGE = "alignment.html"
 # <root>/proposals/<scenario>.<hardware>/<UTC stamp>/: a candidate baseline and its review page
 PROPOSALS_DIR = "proposals"
 PROPOSAL_PAGE = "review.html"

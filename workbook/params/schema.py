@@ -195,6 +195,21 @@ class DataSettings(_Strict):
         return self.script is not None
 
 
+Percent = Annotated[float, Field(ge=0)]  # a threshold in %; finite (allow_inf_nan=False)
+
+
+class AlignmentSettings(_Strict):
+    """What ``workbook align`` judges when this scenario's run is the reference (run A): the
+    largest mean relative error, in %, each metric may show (``thresholds``, on top of the
+    defaults: pg_loss 2, rewards/mean 4), more metrics to report (``metrics``), and the smallest
+    throughput ratio B/A over the first 4 steps (``min_throughput_ratio``; unset: reported only).
+    The command line's ``--threshold``/``--metric``/``--min-throughput-ratio`` win over these."""
+
+    thresholds: dict[Annotated[str, Field(min_length=1)], Percent] = Field(default_factory=dict)
+    metrics: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    min_throughput_ratio: float | None = Field(default=None, gt=0)
+
+
 class Scenario(_Strict):
     """A fully resolved scenario (after ``defaults:`` and overrides)."""
 
@@ -243,6 +258,7 @@ class Scenario(_Strict):
     entry: EntrySettings = Field(default_factory=EntrySettings)
     data: DataSettings = Field(default_factory=DataSettings)
     checks: dict[str, Any] | None = None
+    alignment: AlignmentSettings = Field(default_factory=AlignmentSettings)
 
     @field_validator("kuberay")
     @classmethod

@@ -105,13 +105,13 @@ def render(title: str, layers: Sequence[AxisLayers]) -> bytes:
                 ax.plot(curve.steps, curve.values, color=OKABE_ITO[(i + 5) % 8], linestyle="--",
                         linewidth=1.2, label=curve.label)
             else:
-                _line(ax, dict(zip(curve.steps, curve.values, strict=True)), curve.label, i)
+                line(ax, dict(zip(curve.steps, curve.values, strict=True)), curve.label, i)
         for bands in axis.step_bands:
             _step_bands(ax, bands, colour.get(bands.metric, 0))
         for mark in axis.marks:
             _window_mark(ax, mark, colour.get(mark.metric, 0))
         ax.set_ylabel(axis.ylabel)
-        _finish(ax)
+        finish_axis(ax)
     fig.suptitle(title, fontsize=11)
     return to_png(fig)
 
@@ -161,7 +161,7 @@ def timing_breakdown(metrics: RunMetrics) -> Panel | None:
             ax.fill_between(steps, bottom, top, label=label, color=colour, hatch=hatch, linewidth=0)
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.set_ylabel("time (s)")
-    _finish(ax)
+    finish_axis(ax)
     ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle("Where a step's time goes", fontsize=11)
     return Panel("timing_breakdown", "Where a step's time goes", to_png(fig), tuple(rows))
@@ -194,7 +194,7 @@ def new_figure(
     return fig, list(axes[0])
 
 
-def _line(ax: Axes, series: dict[int, float], name: str, i: int) -> None:
+def line(ax: Axes, series: dict[int, float], name: str, i: int) -> None:
     steps, values = list(series), list(series.values())
     ax.plot(
         steps,
@@ -242,7 +242,7 @@ def _window_mark(ax: Axes, mark: WindowMark, i: int) -> None:
                 markeredgecolor="black", label=f"this run's {mark.label}")
 
 
-def _finish(ax: Axes) -> None:
+def finish_axis(ax: Axes) -> None:
     ax.set_xlabel("step")
     ax.grid(True, alpha=0.3)
     locator = ax.xaxis.get_major_locator()
@@ -282,8 +282,8 @@ def overlay(runs: Sequence[tuple[str, RunMetrics]], metric: str, title: str,
     for step in shade:
         ax.axvspan(step - 0.5, step + 0.5, color="#999999", alpha=0.12, linewidth=0)
     for i, (label, series) in enumerate(drawn):
-        _line(ax, series, label, i)
+        line(ax, series, label, i)
     ax.set_ylabel(unit_of(metric))
-    _finish(ax)
+    finish_axis(ax)
     fig.suptitle(title, fontsize=11)
     return to_png(fig)

@@ -17,11 +17,16 @@ import os
 import secrets
 from base64 import b64encode
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from workbook.core.layout import (
+    ALIGNMENT_FILE,
+    ALIGNMENT_PAGE,
     BISECT_FILE,
     BISECT_PAGE,
     COMPARISON_PAGE,
@@ -88,7 +93,8 @@ def write_index(runs_root: Path, out: Path | None = None, *, published: bool = F
         + _tally(runs)
         + _suites(tree, runs_root, target.parent)
         + _comparisons(tree, runs_root, target.parent)
-        + _bisects(tree, runs_root, target.parent)
+        + _listed(tree, runs_root, target.parent, ALIGNMENTS)
+        + _listed(tree, runs_root, target.parent, BISECTS)
         + _last_greens(ledgers)
         + "<h2>All runs</h2>"
         + _filters(runs)
@@ -210,20 +216,52 @@ def _comparisons(tree: RunTree, runs_root: Path, base: Path) -> str:
     return f"<h2>Comparisons</h2><ul>{''.join(items)}</ul>"
 
 
-def _bisects(tree: RunTree, runs_root: Path, base: Path) -> str:
-    """Links to every bisect's page with how it ended (newest first)."""
-    pages = [p for p in tree.holding(BISECT_PAGE) if _linkable(p, runs_root)]
+@dataclass(frozen=True)
+class Listed:
+    """A kind of page the index lists by itself: its file, the record beside it, and how a
+    record reads in a line (its status word and what it says)."""
+
+    heading: str
+    attribute: str  # the list item's data-* name
+    page: str
+    record: str
+    read: Callable[[dict[str, Any]], tuple[str, str]]
+
+
+def _alignment_line(record: dict[str, Any]) -> tuple[str, str]:
+    return (str(record["verdict"]["status"]),
+            f'{record["run_a"]["run_id"]} vs {record["run_b"]["run_id"]}')
+
+
+def _bisect_line(record: dict[str, Any]) -> tuple[str, str]:
+    result = record["result"]
+    return str(result["status"]), str(result["message"])
+
+
+ALIGNMENTS = Listed("Alignments", "alignment", ALIGNMENT_PAGE, ALIGNMENT_FILE, _alignment_line)
+BISECTS = Listed("Bisects", "bisect", BISECT_PAGE, BISECT_FILE, _bisect_line)
+# a status word's badge colour: an aligned pair or a found commit reads green, the others red
+_BADGES = {"aligned": "passed", "not aligned": "regressed", "found": "passed",
+           "running": "unknown", "stopped": "stopped"}
+
+
+def _listed(tree: RunTree, runs_root: Path, base: Path, kind: Listed) -> str:
+    """Links to every page of ``kind`` with its status and what its record says, newest first
+    (a record that cannot be read says so; the page is still linked)."""
+    pages = [p for p in tree.holding(kind.page) if _linkable(p, runs_root)]
     items = []
     for found in sorted(pages, key=lambda p: p.stat().st_mtime, reverse=True):
-        try:
-            result = json.loads((found.parent / BISECT_FILE).read_text(encoding="utf-8"))["result"]
-            said = f"{result['status']}: {result['message']}"
-        except (OSError, ValueError, KeyError, TypeError):
-            said = "its bisect.json cannot be read"
         label = "/".join(found.parent.relative_to(runs_root).parts)
-        items.append(f'<li data-bisect="{_e(label)}"><a href="{_e(_href(found, base))}">'
-                     f"{_e(label)}</a>: {_e(said)}</li>")
-    return f"<h2>Bisects</h2><ul>{''.join(items)}</ul>" if items else ""
+        try:
+            record = json.loads((found.parent / kind.record).read_text(encoding="utf-8"))
+            status, said = kind.read(record)
+        except (OSError, ValueError, KeyError, TypeError):
+            status, said = "unknown", f"its {kind.record} cannot be read"
+        badge = _BADGES.get(status, "unknown" if status == "unknown" else "regressed")
+        items.append(f'<li data-{kind.attribute}="{_e(label)}"><span class="badge b-{badge}">'
+                     f'{_e(status)}</span> <a href="{_e(_href(found, base))}">{_e(label)}</a>: '
+                     f"{_e(said)}</li>")
+    return f"<h2>{kind.heading}</h2><ul>{''.join(items)}</ul>" if items else ""
 
 
 def _trends(runs: list[RunSummary], cache: Path, nights: dict[str, Entry] | None = None) -> str:

@@ -6,6 +6,8 @@ same in a notebook as in report.html. ``improved`` (a run, or a check, better th
 by more than the band allows) is a blue-green, apart from the pass green: still good news, but
 news (the baseline is stale). ``suspect`` (a noisy metric beyond its band, not yet confirmed by
 the nights before) is a yellow amber, apart from the regressed orange: worth a look, not a page.
+The two verdicts of ``workbook align`` wear the pass and regression colours; its warnings and the
+rows where the two runs differ, the suspect amber.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ VERDICT_COLOURS = {  # verdict -> (border, background)
     Verdict.STOPPED.value: ("#56B4E9", "#eef4f8"),
     Shown.RUNNING.value: ("#0072B2", "#e1eef7"),
 }
+ALIGNMENT_COLOURS = {  # workbook align's verdicts -> (border, background)
+    "aligned": VERDICT_COLOURS[Verdict.PASSED.value],
+    "not aligned": VERDICT_COLOURS[Verdict.REGRESSED.value],
+}
 STATUS_COLOURS = {  # check row status -> (background, text)
     "pass": ("#cfeee2", "#005c45"), "fail": ("#f8d3c2", "#8a2f00"), "error": ("#fde3b0", "#6b4700"),
     "improved": ("#cdecf2", "#005566"), "suspect": ("#f7f0b5", "#5c5200"),
@@ -29,7 +35,8 @@ STATUS_COLOURS = {  # check row status -> (background, text)
 
 
 def banner_style(verdict: str) -> str:
-    border, background = VERDICT_COLOURS.get(verdict, ("#777777", "#f2f2f2"))
+    border, background = VERDICT_COLOURS.get(verdict) or ALIGNMENT_COLOURS.get(
+        verdict, ("#777777", "#f2f2f2"))
     return (f"border-radius:6px;padding:10px 16px;margin:8px 0 14px;"
             f"border-left:10px solid {border};background:{background}")
 
@@ -37,3 +44,14 @@ def banner_style(verdict: str) -> str:
 def status_style(status: str) -> str:
     background, colour = STATUS_COLOURS.get(status, ("#ffffff", "#1a1a1a"))
     return f"background:{background};color:{colour};font-weight:700"
+
+
+def warning_style() -> str:
+    """A warning beside a verdict (an alignment of runs not made deterministic)."""
+    border, background = VERDICT_COLOURS[Verdict.SUSPECT.value]
+    return f"border-left:6px solid {border};background:{background};padding:4px 10px;margin:4px 0"
+
+
+def differs_style() -> str:
+    """A table row whose two runs differ."""
+    return f"background:{VERDICT_COLOURS[Verdict.SUSPECT.value][1]}"

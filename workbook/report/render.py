@@ -32,6 +32,7 @@ import nbformat
 from nbconvert import HTMLExporter
 
 from workbook.core.layout import (
+    ALIGNMENT_PAGE,
     COMPARISON_FILE,
     COMPARISON_NOTEBOOK,
     COMPARISON_PAGE,
@@ -42,14 +43,14 @@ from workbook.core.layout import (
 from workbook.core.project import notebook as project_notebook
 from workbook.core.project import run_notebook
 from workbook.core.redaction import redact_mapping
-from workbook.report import compare, sections
+from workbook.report import alignment, compare, sections
 from workbook.report.page import page
 
 REPORT_TAG, BANNER_TAG = "report", "banner"
 # parameters carry paths and maybe secrets; notebook-only cells narrate the interactive steps
 DROP_TAGS = {"parameters", "injected-parameters", "notebook-only"}
-_CALL = re.compile(r"^\s*((?:sections|compare)\.\w+)\(\s*\w+\s*\)\s*$")
-# A report cell is one of these calls on the run (or comparison) folder; nothing else runs.
+_CALL = re.compile(r"^\s*((?:sections|compare|alignment)\.\w+)\(\s*\w+\s*\)\s*$")
+# A report cell is one of these calls on the run (comparison, alignment) folder; nothing else runs.
 SECTIONS: dict[str, Callable[[Any], sections.Section[Any]]] = {
     "sections.banner": sections.banner, "sections.checks": sections.checks,
     "sections.plots": sections.plots, "sections.failure": sections.failure,
@@ -57,6 +58,8 @@ SECTIONS: dict[str, Callable[[Any], sections.Section[Any]]] = {
     "sections.reproducibility": sections.reproducibility,
     "sections.preflight": sections.preflight,
     "compare.table": compare.table, "compare.curves": compare.curves,
+    "alignment.verdict": alignment.verdict, "alignment.table": alignment.table,
+    "alignment.curves": alignment.curves, "alignment.runs": alignment.runs,
 }
 
 
@@ -91,6 +94,16 @@ def render_comparison(folder: Path) -> Path:
         write_redacted(folder / COMPARISON_NOTEBOOK, nbformat.writes(notebook) + "\n")
     return write_atomic(folder / COMPARISON_PAGE,
                         page(f"comparison · {folder.name}", notebook_body(notebook)))
+
+
+def render_alignment(folder: Path) -> Path:
+    """Write ``alignment.html`` into an alignment's folder from ``notebooks/align.ipynb``'s
+    report cells, each computed from the folder's ``alignment.json``."""
+    folder = Path(folder)
+    record = alignment.load(folder)
+    notebook = executed_notebook(project_notebook("align"), folder, alignment.inputs_of(folder))
+    title = f"{record.alignment.status} · alignment · {folder.name}"
+    return write_atomic(folder / ALIGNMENT_PAGE, page(title, notebook_body(notebook)))
 
 
 def template_of(run: dict[str, Any]) -> Path | None:

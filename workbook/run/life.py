@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from workbook.core.layout import (
+    ALIGNMENT_FILE,
     CLOSING_WRITES,
     COMPARISON_FILE,
     ERROR_LOG,
@@ -111,16 +112,20 @@ def close(run: Any, *, announce: bool = True, rerender: bool = False) -> Finishe
     """Close a run: record how it ended, judge it, render ``report.html``, update the ledger
     (:mod:`workbook.history.ledger`) and the index.
 
-    ``run`` is a prepared ``Run``, a run directory, or a comparison (its folder holds
-    ``comparison.json``: its page is rendered and the index updated). A run still marked
+    ``run`` is a prepared ``Run``, a run directory, a comparison (its folder holds
+    ``comparison.json``) or an alignment (``alignment.json``): of those two the page is rendered
+    and the index updated. A run still marked
     running (its notebook or kernel died) is recorded as failed and whatever it left running
     is ended first. ``rerender`` renders the page even when nothing it shows changed (a new
     workbook version's page). ``announce`` prints the page's path to the terminal the run was
     started from (papermill shows no cell output there).
     """
     folder = getattr(run, "folder", None)
-    if folder is not None or (isinstance(run, (str, Path)) and (Path(run) / COMPARISON_FILE).is_file()):
-        return _close_comparison(Path(folder or run), announce=announce)
+    where = Path(folder) if folder is not None else Path(run) if isinstance(run, (str, Path)) else None
+    if where is not None and (where / ALIGNMENT_FILE).is_file():
+        return _close_alignment(where, announce=announce)
+    if where is not None and (folder is not None or (where / COMPARISON_FILE).is_file()):
+        return _close_comparison(where, announce=announce)
     rd = run_dir_of(run)
     done = Finished(rd.path, None)
     step = _stepper(rd, done)
@@ -173,6 +178,28 @@ def _close_comparison(folder: Path, *, announce: bool) -> Finished:
         done.done.append("index")
     if announce:
         print(f"workbook: comparison {done.report or 'not written'}", file=sys.__stderr__,
+              flush=True)
+    return done
+
+
+def _close_alignment(folder: Path, *, announce: bool) -> Finished:
+    """An alignment's page, then the index of the runs root it lies in."""
+    from workbook.report.alignment import load, runs_root_of
+    from workbook.report.index import write_index
+    from workbook.report.render import render_alignment
+
+    folder = folder.resolve()
+    done = Finished(folder, None)
+    step = _stepper(RunDir(folder), done)
+    done.report = step("render the alignment", lambda: render_alignment(folder))
+    if done.report is not None:
+        done.done.append("report")
+    record = step("read the alignment", lambda: load(folder))
+    root = runs_root_of(record.alignment) if record is not None else default_root()
+    if step("update the index", lambda: write_index(root)):
+        done.done.append("index")
+    if announce:
+        print(f"workbook: alignment {done.report or 'not written'}", file=sys.__stderr__,
               flush=True)
     return done
 
