@@ -99,6 +99,13 @@ def test_a_verdict_is_bad_only_when_it_is_the_bad_nights(
     assert why
 
 
+@pytest.mark.parametrize("bad", [REGRESSED, FAILED_EXC], ids=lambda b: b.describe())
+def test_an_infrastructure_failure_is_skipped_and_says_so(bad: BadVerdict) -> None:
+    found, why = classify("failed", "infrastructure", bad)
+
+    assert found == S and "infrastructure" in why
+
+
 def test_candidates_show_their_state() -> None:
     shown = states(EIGHT, {"c3": G, "c5": B, "c4": S})
 

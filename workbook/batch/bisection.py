@@ -60,13 +60,13 @@ def classify(verdict: str, category: str | None, bad: BadVerdict) -> tuple[Outco
         return None, "stopped before its verdict: the commit is tested again"
     if verdict in GREEN_VERDICTS:
         return Outcome.GOOD, f"green: the bad night's {bad.status} verdict is not there"
+    if category == INFRASTRUCTURE:
+        return Outcome.SKIP, "failed on the infrastructure, not the code"
     if verdict != bad.status:
         return Outcome.SKIP, (f"{verdict or 'no verdict'} where the bad night {bad.status}: "
                               "says nothing of its regression")
     if verdict == Verdict.REGRESSED.value:
         return Outcome.BAD, "regressed, as the bad night did"
-    if category == INFRASTRUCTURE:
-        return Outcome.SKIP, "failed on the infrastructure, not the code"
     if not category:
         return Outcome.SKIP, "failed without a diagnosis (the workbook could not run it)"
     if bad.category and category != bad.category:
