@@ -28,7 +28,7 @@ from typing import Any
 from workbook.core.atomic import write_atomic
 from workbook.core.redaction import dump_json, form_of, redact_document
 
-__all__ = ["CLUSTER_FILE", "COMPARISONS_DIR", "PROPOSALS_DIR", "PROPOSAL_PAGE", "proposal_dir", "COMPARISON_FILE", "COMPARISON_NOTEBOOK",
+__all__ = ["CLUSTER_FILE", "COMPARISONS_DIR", "PROPOSALS_DIR", "PROPOSAL_FILE", "PROPOSAL_PAGE", "proposal_dir", "proposals_of", "COMPARISON_FILE", "COMPARISON_NOTEBOOK",
            "COMPARISON_PAGE", "ERROR_LOG", "INDEX", "RAYJOB_FILE", "ROLLOUTS_DIR", "RUN_FILES", "RUN_MARKERS",
            "RunDir", "STOP_FILE", "SUITES_DIR", "SUITE_FILE", "SUMMARY_CACHE", "SWEEPS_DIR",
            "SWEEP_FILE", "TREND_CACHE", "default_root", "is_run_dir", "lane_cluster_file",
@@ -63,15 +63,22 @@ COMPARISON_PAGE = "comparison.html"
 INDEX = "index.html"
 TREND_CACHE = ".trends"  # index charts by content hash: a refresh redraws only what changed
 SUMMARY_CACHE = ".summary.json"  # a run's index line, cached beside it
-# <root>/proposals/<scenario>.<hardware>/<UTC stamp>/: a candidate baseline and its review page
+# <root>/proposals/<scenario>.<hardware>/<UTC stamp>/: a candidate baseline, its review page and
+# the record the index reads (which blessed content it was proposed against)
 PROPOSALS_DIR = "proposals"
 PROPOSAL_PAGE = "review.html"
+PROPOSAL_FILE = "proposal.json"
+
+
+def proposals_of(root: Path, scenario: str, hardware: str) -> Path:
+    """The folder holding a scenario's proposals on one hardware, one subfolder each."""
+    return Path(root) / PROPOSALS_DIR / f"{scenario}.{hardware}"
 
 
 def proposal_dir(root: Path, scenario: str, hardware: str, now: datetime | None = None) -> Path:
     """Where ``workbook baseline propose`` writes by default: one folder per proposal, by time."""
     now = now or datetime.now(timezone.utc)
-    return Path(root) / PROPOSALS_DIR / f"{scenario}.{hardware}" / now.strftime("%Y%m%dT%H%M%SZ")
+    return proposals_of(root, scenario, hardware) / now.strftime("%Y%m%dT%H%M%SZ")
 
 
 def lane_cluster_file(lane: int) -> str:
