@@ -23,6 +23,7 @@ from tests.history.nights import (
 from workbook.cli import main
 from workbook.history.ledger import record
 from workbook.report import index
+from workbook.report.publish import publish
 
 TUNED = "actor_rollout_ref.actor.use_torch_compile"
 
@@ -121,6 +122,23 @@ def test_a_proposal_made_against_the_current_baseline_is_a_candidate_ready_until
     row = row_of(root)
 
     assert "data-candidate" not in row and 'data-baseline-state="current"' in row
+
+
+def test_the_published_index_says_candidate_ready_too(tmp_path: Path, scenario: Path) -> None:
+    root = tmp_path / "runs"
+    baseline = blessed(root, scenario)
+    closed(*(faster(root, scenario, day, baseline) for day in (10, 11, 12)))
+    assert main(["baseline", "propose", str(scenario), "--runs-root", str(root),
+                 "--last", "3"]) == 0
+    (made,) = (root / "proposals" / f"{SCENARIO}.cpu").iterdir()
+
+    page = publish(root, tmp_path / "site").read_text(encoding="utf-8")
+
+    review = f"proposals/{SCENARIO}.cpu/{made.name}/review.html"
+    assert f'candidate ready: <a href="{review}">review</a>' in page
+    assert (tmp_path / "site" / review).is_file()
+    assert not (tmp_path / "site" / "proposals" / f"{SCENARIO}.cpu" / made.name
+                / baseline.name).exists()
 
 
 def test_a_candidate_against_an_earlier_content_of_the_baseline_is_not_ready(
