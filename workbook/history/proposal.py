@@ -36,6 +36,7 @@ from workbook.params.settings import changed
 
 MIN_SOURCES = 3  # bless's minimum: fewer runs have no spread worth the name
 DEFAULT_LAST = 5
+MAX_ANCHORS = 30  # the newest green nights a set of alike nights may start from
 
 
 class ProposalError(BaselineError):
@@ -123,10 +124,12 @@ def _measured_alike(usable: Sequence[Entry], last: int) -> list[Entry]:
     """Up to ``last`` of ``usable`` (oldest first) measured alike, oldest first: for each night
     from the newest, the newest nights that fit with it. Of the full sets the one reaching
     least far back wins (the last ``last`` alike nights, not a busy newest night padded with
-    old ones), then the newer; without a full set, the largest."""
+    old ones), then the newer; without a full set, the largest. Only the newest
+    :data:`MAX_ANCHORS` nights start a set: one starting further back is no recent baseline,
+    and the index asks this of every scenario each time it is written."""
     newest_first = list(reversed(usable))
     best: list[Entry] = []
-    for anchor in newest_first:
+    for anchor in newest_first[:MAX_ANCHORS]:
         if len(best) >= last and anchor.sort_key <= best[-1].sort_key:
             break  # every set holding this night reaches back at least as far
         picked = [anchor]
