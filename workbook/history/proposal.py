@@ -82,8 +82,9 @@ def select_sources(ledger: Sequence[Entry], settings: Mapping[str, Any], last: i
     """The last ``last`` green nights with ``settings``, on the hardware key of the newest of them,
     whose machines bless accepts together (:func:`workbook.checks.conditions.unlike_runs`).
 
-    Among the alike sets the newest wins: a busy newest night is passed over for the idle nights
-    before it rather than the other way round, as long as enough idle ones exist.
+    Among the alike sets the one reaching back least far wins (:func:`_measured_alike`): a busy
+    newest night is passed over for the idle nights before it rather than padded with old ones.
+    A night passed over is one newer than the oldest chosen (or any, when too few are chosen).
 
     Raises:
         ProposalError: fewer than :data:`MIN_SOURCES` such nights (the message counts the rest).
