@@ -193,3 +193,26 @@ def test_bless_refuses_runs_measured_on_a_busier_machine_than_the_others(
         bless(runs, tmp_path / "x.json")
 
     assert not (tmp_path / "x.json").exists()
+
+
+def test_what_differs_among_the_blessed_runs_is_recorded_run_by_run(
+        tmp_path: Path, make_run: Callable[..., Path]) -> None:
+    params = tmp_path / "params"
+    params.mkdir()
+    runs = three_runs(make_run, params)
+    for run, cann, commit in zip(runs, ("8.3.RC1", "8.3.RC1", "8.5.0"), ("abc123", "abc124",
+                                                                         "abc123"), strict=True):
+        info = json.loads((run / "run.json").read_text())
+        info.update(cann_version=cann, commits={"verl": commit, "workbook": "def456"})
+        (run / "run.json").write_text(json.dumps(info))
+
+    prov = bless(runs).provenance
+
+    ids = [r.name for r in runs]
+    assert prov["package_versions_differ"] == ["CANN"]
+    assert prov["runs_differ"] == [
+        {"kind": "package", "name": "CANN",
+         "values": dict(zip(ids, ["8.3.RC1", "8.3.RC1", "8.5.0"], strict=True))},
+        {"kind": "commit", "name": "verl",
+         "values": dict(zip(ids, ["abc123", "abc124", "abc123"], strict=True))}]
+    assert (prov["cann_version"], prov["verl_commit"]) == ("8.3.RC1", "abc123")  # the first run's

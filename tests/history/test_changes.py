@@ -72,3 +72,51 @@ def test_the_trend_charts_mark_the_environment_not_the_settings_nor_the_workbook
     assert [c.name for c in changes_since(GREEN, after)] == [
         "workbook commit", "host", "lr", "override a=1"]
     assert [c.text for c in environment_changes(GREEN, after)] == ["host: vm -> vm2"]
+
+
+TUNED = replace(GREEN, tuning={"actor_rollout_ref.actor.use_torch_compile": "True",
+                               "rollout_memory_utilization": 0.3},
+                env={"VLLM_CPU_KVCACHE_SPACE": "4"})
+
+
+@pytest.mark.parametrize("changed, expected", [
+    ({"tuning": {"actor_rollout_ref.actor.use_torch_compile": "False",
+                 "rollout_memory_utilization": 0.3}},
+     [("tuning", "actor_rollout_ref.actor.use_torch_compile", "True", "False")]),
+    ({"tuning": {"rollout_memory_utilization": 0.3}},
+     [("tuning", "actor_rollout_ref.actor.use_torch_compile", "True", "unset")]),
+    ({"env": {"VLLM_CPU_KVCACHE_SPACE": "8", "OMP_NUM_THREADS": "1"}},
+     [("environment", "env OMP_NUM_THREADS", "unset", "1"),
+      ("environment", "env VLLM_CPU_KVCACHE_SPACE", "4", "8")]),
+], ids=["override-changed", "override-dropped", "env"])
+def test_tuning_and_env_are_changes_of_their_own_kind(changed: dict[str, object],
+                                                     expected: list[tuple[str, ...]]) -> None:
+    this = replace(TUNED, run_id="20261104T020000Z-b", date="2026-11-04T02:00:00Z",
+                   verdict="regressed", **changed)
+
+    assert [(c.kind, c.name, c.old, c.new) for c in changes_since(TUNED, this)] == expected
+    assert [c.kind for c in environment_changes(TUNED, this)] == [k for k, *_ in expected]
+
+
+def test_a_tuning_override_changed_between_two_real_nights_is_tuning_not_a_setting(
+        tmp_path: Path) -> None:
+    fast = ["actor_rollout_ref.actor.use_torch_compile=True", "algorithm.use_kl_in_reward=False"]
+    slow = ["actor_rollout_ref.actor.use_torch_compile=False", "algorithm.use_kl_in_reward=False"]
+    green = entry_of(night(tmp_path, 3, settings={"overrides": fast}), tmp_path)
+    red = entry_of(night(tmp_path, 4, "regressed", settings={"overrides": slow}), tmp_path)
+    assert green is not None and red is not None
+
+    assert changes_since(green, red) == [
+        Change("tuning", "actor_rollout_ref.actor.use_torch_compile", "True", "False")]
+    assert green.settings == red.settings
+
+
+def test_a_night_recorded_before_tuning_and_env_were_shows_only_what_it_recorded() -> None:
+    old = replace(GREEN, settings={"lr": 0.0001, "overrides": [
+        "a=1", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8"]})
+    new = replace(TUNED, settings={"lr": 0.0001, "overrides": ["a=1"]},
+                  tuning={"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "2",
+                          "rollout_memory_utilization": 0.3})
+
+    assert [(c.kind, c.name, c.old, c.new) for c in changes_since(old, new)] == [
+        ("tuning", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "8", "2")]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.history.nights import SCENARIO, VERSIONS, newer, night
+from tests.history.nights import IDLE, SCENARIO, VERSIONS, newer, night
 from workbook.history.ledger import (
     LEDGER_DIR,
     SINGLE,
@@ -246,3 +246,33 @@ def test_the_previous_nights_statuses_are_newest_first_and_leave_the_run_out(
 
     assert previous == {"timing_s/step": ["pass", "fail", "pass"]}
     assert two == {"timing_s/step": ["pass", "fail"]}
+
+
+def test_an_entry_records_the_tuning_env_and_machine_apart_from_the_settings(
+        tmp_path: Path) -> None:
+    overrides = ["actor_rollout_ref.actor.use_torch_compile=False",
+                 "algorithm.use_kl_in_reward=False"]
+    run = night(tmp_path, 3, settings={"overrides": overrides, "env": {"OMP_NUM_THREADS": "1"},
+                                       "rollout_memory_utilization": 0.3}, conditions=IDLE)
+
+    entry = entry_of(run, tmp_path)
+
+    assert entry is not None
+    assert entry.settings["overrides"] == ["algorithm.use_kl_in_reward=False"]
+    assert entry.tuning == {"actor_rollout_ref.actor.use_torch_compile": "False",
+                            "rollout_memory_utilization": 0.3}
+    assert entry.env == {"OMP_NUM_THREADS": "1"} and entry.conditions == IDLE
+
+
+def test_an_entry_written_before_tuning_env_and_conditions_were_kept_still_loads(
+        tmp_path: Path) -> None:
+    entry = entry_of(night(tmp_path, 3), tmp_path)
+    assert entry is not None
+    old = {k: v for k, v in entry.to_dict().items() if k not in ("tuning", "env", "conditions")}
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps(old) + "\n", encoding="utf-8")
+
+    (loaded,) = read_file(path)
+
+    assert (loaded.tuning, loaded.env, loaded.conditions) == (None, None, None)
+    assert loaded.settings == entry.settings and loaded.run_id == entry.run_id

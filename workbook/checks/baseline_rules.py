@@ -53,11 +53,11 @@ BLESSED, IMPORTED = "bless", "verl-ascend-text"
 BLESS_REQUIRED = ("created", "workbook_version", "workbook_commit", "verl_version", "verl_commit",
                   "hardware", "packages", "runs")
 BLESS_KEYS = ("source", *BLESS_REQUIRED, "image", "cann_version", "hardware_detail", "host", "os",
-              "python", "run_ids", "package_versions_differ", "window", "k_sigma",
-              "skipped_metrics")
+              "python", "run_ids", "package_versions_differ", "runs_differ", "tuning",
+              "environment", "window", "k_sigma", "skipped_metrics")
 BLESS_RUN_REQUIRED = ("run_id", "started")
 BLESS_RUN_KEYS = (*BLESS_RUN_REQUIRED, "path", "status", "ended", "host", "image", "versions",
-                  "commits")
+                  "commits", "tuning", "env")
 IMPORT_REQUIRED = ("created", "sha256")
 IMPORT_KEYS = ("source", *IMPORT_REQUIRED, "imported_from", "origin", "note")
 PROVENANCE_RULES = {BLESSED: (BLESS_REQUIRED, BLESS_KEYS), IMPORTED: (IMPORT_REQUIRED, IMPORT_KEYS)}

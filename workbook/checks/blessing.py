@@ -38,7 +38,7 @@ from workbook.checks.spec import CheckSpec, MetricPolicy, parse_checks
 from workbook.core.layout import RUN_FILES
 from workbook.errors import BaselineError, ParamsError
 from workbook.metrics.model import RunMetrics
-from workbook.params.settings import differences
+from workbook.params.settings import differences, environment_of, tuning_of
 from workbook.provenance import describe, image_of
 
 MIN_RUNS = MIN_RUNS_FOR_SIGMA
@@ -84,7 +84,7 @@ def bless(run_dirs: list[Path], out: Path | None = None, *, spec: CheckSpec | No
             skipped[name] = str(exc)
     if not entries:
         raise BaselineError(f"no metric could be reduced from {', '.join(map(str, dirs))}")
-    baseline = Baseline(entries, _provenance(dirs, [r.run for r in runs], spec, hardware, skipped),
+    baseline = Baseline(entries, _provenance(dirs, runs, spec, hardware, skipped),
                         scenario, hardware, hardware_key=runs[0].hardware,
                         settings=runs[0].settings,
                         conditions=blessed_conditions([r.run.get("conditions") for r in runs])
@@ -207,35 +207,72 @@ def _spread(values: list[float]) -> float:
     return statistics.stdev(values)
 
 
-def _provenance(dirs: list[Path], runs: list[dict[str, Any]], spec: CheckSpec,
+def _provenance(dirs: list[Path], evidence: list[Evidence], spec: CheckSpec,
                 hardware: str, skipped: dict[str, str]) -> dict[str, Any]:
-    """Where the numbers came from, read from each run's run.json (see workbook.provenance):
-    the workbook and verl (version and commit), the image, CANN and every package version,
-    the machine, and each source run with its dates. Keys are written even when a run did not
+    """Where the numbers came from, read from each run's run.json (see workbook.provenance) and
+    resolved params: the workbook and verl (version and commit), the image, CANN and every
+    package version, the machine, the tuning and env, and each source run with its dates and
+    its own versions, commits, tuning and env. The top-level facts are the first run's; where
+    the runs differ among themselves, ``runs_differ`` lists each fact with every run's value
+    (``package_versions_differ`` the packages' names). Keys are written even when a run did not
     know the fact (null): a baseline without them is refused (``baseline_rules``)."""
-    versions = [r.get("versions") or {} for r in runs]
-    first, facts = versions[0], runs[0]
-    commits = facts.get("commits") or {}
-    differ = sorted({k for v in versions for k in set(v) | set(first) if v.get(k) != first.get(k)})
+    runs = [e.run for e in evidence]
+    facts = [_facts(e) for e in evidence]
+    first, info = facts[0], runs[0]
+    commits = info.get("commits") or {}
+    differ = runs_differ([d.name for d in dirs], facts)
     return {
         "source": "bless", "created": now_iso(),
-        "workbook_version": first.get("verl-workbook") or _workbook_version(),
+        "workbook_version": first["package"].get("verl-workbook") or _workbook_version(),
         "workbook_commit": commits.get("workbook"),
-        "verl_version": first.get("verl"),
-        "verl_commit": commits.get("verl") or (facts.get("verl_checkout") or {}).get("commit"),
-        "image": _run_image(dirs[0], facts),
-        "cann_version": facts.get("cann_version"),
-        "hardware": hardware, "hardware_detail": describe(facts) if facts else None,
-        "host": facts.get("host"), "os": facts.get("os"), "python": facts.get("python"),
-        "run_ids": [d.name for d in dirs], "packages": first,
-        "package_versions_differ": differ,
+        "verl_version": first["package"].get("verl"),
+        "verl_commit": commits.get("verl") or (info.get("verl_checkout") or {}).get("commit"),
+        "image": _run_image(dirs[0], info),
+        "cann_version": info.get("cann_version"),
+        "hardware": hardware, "hardware_detail": describe(info) if info else None,
+        "host": info.get("host"), "os": info.get("os"), "python": info.get("python"),
+        "run_ids": [d.name for d in dirs], "packages": info.get("versions") or {},
+        "package_versions_differ": sorted({d["name"] for d in differ if d["kind"] == "package"}),
+        "runs_differ": differ,
+        "tuning": first["tuning"], "environment": first["environment"],
         "window": list(spec.window), "k_sigma": K_SIGMA, "skipped_metrics": skipped,
         "runs": [{"run_id": d.name, "path": str(d), "status": r.get("status"),
                   "started": r.get("started_at"), "ended": r.get("ended_at"),
                   "host": r.get("host"), "image": _run_image(d, r),
-                  "versions": r.get("versions"), "commits": r.get("commits")}
-                 for d, r in zip(dirs, runs, strict=True)],
+                  "versions": r.get("versions"), "commits": r.get("commits"),
+                  "tuning": f["tuning"], "env": f["environment"]}
+                 for d, r, f in zip(dirs, runs, facts, strict=True)],
     }
+
+
+# The facts of a source run bless compares across its runs, by kind (workbook.history.changes
+# names the same kinds when it compares two nights).
+DIFFER_KINDS = ("package", "commit", "tuning", "environment")
+
+
+def _facts(evidence: Evidence) -> dict[str, dict[str, Any]]:
+    """One run's versions (CANN too), commits, tuning and env, each a flat mapping."""
+    run = evidence.run
+    versions = {str(k): v for k, v in (run.get("versions") or {}).items()}
+    if run.get("cann_version"):
+        versions["CANN"] = run["cann_version"]
+    return {"package": versions,
+            "commit": {str(k): v for k, v in (run.get("commits") or {}).items()},
+            "tuning": tuning_of(evidence.scenario), "environment": environment_of(evidence.scenario)}
+
+
+def runs_differ(run_ids: list[str], facts: list[dict[str, dict[str, Any]]]
+                ) -> list[dict[str, Any]]:
+    """Each fact on which the runs differ: ``{"kind", "name", "values": {run id: value}}`` (a
+    value None where that run did not have it), by kind then name."""
+    found = []
+    for kind in DIFFER_KINDS:
+        names = sorted({n for f in facts for n in f[kind]}, key=str.lower)
+        for name in names:
+            values = {run_id: f[kind].get(name) for run_id, f in zip(run_ids, facts, strict=True)}
+            if len({json.dumps(v, sort_keys=True, default=str) for v in values.values()}) > 1:
+                found.append({"kind": kind, "name": name, "values": values})
+    return found
 
 
 def _run_image(path: Path, run: dict[str, Any]) -> dict[str, Any] | None:

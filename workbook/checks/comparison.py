@@ -267,6 +267,25 @@ def reference_value(entry: BaselineMetric, policy: MetricPolicy) -> tuple[float,
                          f"policy asks for {policy.reduce}; bless again or change the policy")
 
 
+def expected_bands(policy: MetricPolicy, entry: BaselineMetric
+                   ) -> tuple[float | None, Band | None, dict[int, Band]]:
+    """What a run's metric would be compared with, without a run: the reference value, its
+    window band and, where the comparison goes step by step (:func:`basis`), each step's band
+    (empty otherwise). ``(None, None, {})`` when the baseline cannot be reduced as the policy
+    asks. A proposed baseline's review page draws these beside the blessed baseline's."""
+    try:
+        reference, _ = reference_value(entry, policy)
+    except ReductionError:
+        return None, None, {}
+    band = band_for(policy, entry, reference)
+    if basis(policy, entry, band) != BY_STEPS:
+        return reference, band, {}
+    first, last = policy.window
+    steps = {s: b for s in sorted(entry.series) if first <= s <= last
+             and (b := step_band_for(policy, entry, s)) is not None}
+    return reference, band, steps
+
+
 def finite_policy_row(evidence: Evidence, policy: MetricPolicy) -> CheckRow:
     name = f"{policy.metric} finite"
     series = evidence.metrics.series(policy.metric)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from workbook.core.quoting import cut, short
@@ -86,16 +87,41 @@ def blessed_conditions(runs_conditions: Sequence[Mapping[str, Any] | None]) -> d
     return {k: v for k, v in out.items() if v is not None}
 
 
+# Why runs' machines were unlike (:class:`Unlike`'s ``kind``), in the order they are looked for.
+OTHER_CPU, STOLEN, BUSIER, SLOWER = "cpu", "steal", "busy", "calibration"
+
+
+@dataclass(frozen=True)
+class Unlike:
+    """Why runs cannot be blessed together: the first rule they break, the two runs at its
+    ends (``high``: the one that ran on the second CPU, with more stolen, busier or slower;
+    ``low``: the one it is compared with) and the sentence bless refuses with."""
+
+    kind: str
+    high: str
+    low: str
+    text: str
+
+
 def unlike_conditions(runs_conditions: Sequence[Mapping[str, Any] | None],
                       names: Sequence[str]) -> str | None:
-    """Why runs cannot be blessed together: their machines were unlike, else None.
+    """Why runs cannot be blessed together: their machines were unlike, else None (the
+    sentence of :func:`unlike_runs`)."""
+    found = unlike_runs(runs_conditions, names)
+    return found.text if found else None
+
+
+def unlike_runs(runs_conditions: Sequence[Mapping[str, Any] | None],
+                names: Sequence[str]) -> Unlike | None:
+    """The first reason runs' machines were too unlike to bless together, else None.
 
     A baseline's timings come from its runs; one run measured beside other work widens the band
     and, as the baseline's busiest run, lets the busy check admit machines as busy as it was. So
     the runs' CPU of others may spread by at most ``BUSY_MARGIN_CORES``, the CPU stolen from
     them by at most ``STEAL_MARGIN_CORES``, their calibration times by at most
     ``CALIBRATION_MARGIN``, and they ran on one CPU (``names[i]`` names run ``i`` in the
-    message). Runs that recorded no conditions are left out.
+    message). Runs that recorded no conditions are left out. The one rule bless and a baseline
+    proposal both apply (:func:`workbook.history.proposal.select_sources`).
     """
     cpus: dict[str, str] = {}  # each CPU and the first run on it
     for c, n in zip(runs_conditions, names, strict=True):
@@ -103,30 +129,34 @@ def unlike_conditions(runs_conditions: Sequence[Mapping[str, Any] | None],
             cpus.setdefault(c["cpu"], n)
     if len(cpus) >= 2:
         (one, first), (other, second) = list(cpus.items())[:2]
-        return (f"{first} ran on {one} and {second} on {other}: bless runs from one kind of "
-                "machine")
+        return Unlike(OTHER_CPU, second, first, (
+            f"{first} ran on {one} and {second} on {other}: bless runs from one kind of "
+            "machine"))
     steals = [(v, n) for c, n in zip(runs_conditions, names, strict=True)
               if (v := _number(c, "steal_cores")) is not None]
     if len(steals) >= 2:
         (low, calm), (high, stolen) = min(steals), max(steals)
         if high - low > STEAL_MARGIN_CORES:
-            return (f"the hypervisor took {high:.2f} cores from the machine during {stolen}, "
-                    f"{low:.2f} during {calm}: bless runs measured alike, on a quiet host")
+            return Unlike(STOLEN, stolen, calm, (
+                f"the hypervisor took {high:.2f} cores from the machine during {stolen}, "
+                f"{low:.2f} during {calm}: bless runs measured alike, on a quiet host"))
     others = [(v, n) for c, n in zip(runs_conditions, names, strict=True)
               if (v := _number(c, "others_cores")) is not None]
     if len(others) >= 2:
         (low, quiet), (high, busy) = min(others), max(others)
         if high - low > BUSY_MARGIN_CORES:
-            return (f"the machine was busier during {busy} (other processes used {high:.2f} "
-                    f"cores) than during {quiet} ({low:.2f}): bless runs measured alike, on an "
-                    "idle machine")
+            return Unlike(BUSIER, busy, quiet, (
+                f"the machine was busier during {busy} (other processes used {high:.2f} "
+                f"cores) than during {quiet} ({low:.2f}): bless runs measured alike, on an "
+                "idle machine"))
     calibrations = [(v, n) for c, n in zip(runs_conditions, names, strict=True)
                     if (v := _calibration(c)) is not None and v > 0]
     if len(calibrations) >= 2:
         (fast, quick), (slow, sluggish) = min(calibrations), max(calibrations)
         if slow > fast * CALIBRATION_MARGIN:
-            return (f"the CPU was {slow / fast:.2f}x slower during {sluggish} than during {quick} "
-                    "(the calibration workload): bless runs from one kind of machine")
+            return Unlike(SLOWER, sluggish, quick, (
+                f"the CPU was {slow / fast:.2f}x slower during {sluggish} than during {quick} "
+                "(the calibration workload): bless runs from one kind of machine"))
     return None
 
 

@@ -54,12 +54,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     propose = group.add_parser(
         "propose", help="bless a candidate from the last green nights and write a review page",
         description="Take the last N green nights of the scenario's ledger with its current "
-        "settings on one hardware key, bless a candidate baseline from them (as bless does) and "
-        "compare it with the scenario's blessed baseline: per metric old and new value, delta, "
-        "delta in old sigmas and the symmetric KL divergence; what changed between their runs; "
-        "and each red night since the blessed baseline, judged again against the candidate. "
-        "Nothing in params/ is written: copy the candidate over the baseline after review. "
-        "Fewer than 3 such nights is exit 2.",
+        "settings on one hardware key, measured on machines bless accepts together (the others "
+        "are passed over, and the page says why), bless a candidate baseline from them (as "
+        "bless does) and compare it with the scenario's blessed baseline: per metric old and "
+        "new value, delta, delta in old sigmas, the symmetric KL divergence and the curves; "
+        "what changed between their runs and where the source runs differ; and each red night "
+        "since the blessed baseline, judged again against the candidate. Nothing in params/ is "
+        "written: copy the candidate over the baseline after review. Fewer than 3 such nights "
+        "is exit 2.",
         epilog="examples:\n  workbook baseline propose gspo-tiny-1n1cpu-fsdp2-vllm\n"
         "  workbook baseline propose params/gspo-tiny-1n1cpu-fsdp2-vllm.yaml --last 3",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -113,11 +115,18 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_propose(args: argparse.Namespace) -> int:
-    """Bless a candidate from the ledger's last green nights and write its review page."""
-    from workbook.core.layout import PROPOSAL_PAGE, proposal_dir
+    """Bless a candidate from the ledger's last green nights and write its review page, with
+    the record the index reads (:data:`~workbook.core.layout.PROPOSAL_FILE`)."""
+    from workbook.core.layout import (
+        PROPOSAL_FILE,
+        PROPOSAL_PAGE,
+        now_iso,
+        proposal_dir,
+        write_json,
+    )
     from workbook.core.project import find_scenario, runs_root
     from workbook.history import proposal
-    from workbook.history.ledger import read_ledger
+    from workbook.history.ledger import file_sha256, read_ledger
     from workbook.params.settings import settings_of
     from workbook.report.proposal import review, write_review
     from workbook.scenario import load_scenario
@@ -131,6 +140,7 @@ def run_propose(args: argparse.Namespace) -> int:
                             f"({blessed_path or 'checks.baseline is not set'}); bless the first "
                             "one with workbook bless --scenario")
     blessed = load_baseline(blessed_path)
+    blessed_sha256 = file_sha256(blessed_path)
     root = (args.runs_root or runs_root()).resolve()
     ledger = read_ledger(root, name, hardware)
     chosen = proposal.select_sources(ledger, settings_of(resolved), args.last)
@@ -143,11 +153,22 @@ def run_propose(args: argparse.Namespace) -> int:
     page = write_review(out / PROPOSAL_PAGE, review(
         scenario=name, hardware=hardware, candidate=candidate, blessed=blessed,
         next_step=next_step, metrics=proposal.metric_changes(blessed, candidate),
-        changes=proposal.provenance_changes(blessed, candidate), sources=chosen.sources,
-        rejudged=rejudged, runs_root=root, page_dir=out))
+        changes=proposal.provenance_changes(blessed, candidate), selection=chosen,
+        rejudged=rejudged, runs_root=root, page_dir=out, spec=spec))
+    write_json(out / PROPOSAL_FILE, proposal.proposal_record(
+        scenario=name, hardware=hardware, created=now_iso(), blessed=blessed_path,
+        blessed_sha256=blessed_sha256, candidate=out / blessed_path.name, selection=chosen))
     turned = sum(r.turned_green for r in rejudged)
     print(f"candidate: {candidate.path} ({len(candidate.metrics)} metrics from "
           f"{len(dirs)} green nights)")
+    if chosen.passed_over:
+        print("passed over: " + "; ".join(f"{n} measured on {why}" for why, n in chosen.machines())
+              + " (bless refuses runs measured on unlike machines together)")
+    differ = candidate.provenance.get("runs_differ") or []
+    if differ:
+        print(f"the source runs differ in {len(differ)} facts (" + ", ".join(
+            str(d.get("name")) for d in differ[:5]) + (", ..." if len(differ) > 5 else "")
+            + "); the review page lists each run's")
     print(f"review: {page} ({turned} of {len(rejudged)} red nights turn green)")
     print(f"after review: {next_step}  # then commit it")
     return 0

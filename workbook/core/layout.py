@@ -30,8 +30,8 @@ from workbook.core.redaction import dump_json, form_of, redact_document
 
 __all__ = ["ALIGNMENTS_DIR", "ALIGNMENT_FILE", "ALIGNMENT_PAGE", "BISECTS_DIR", "BISECT_FILE",
            "BISECT_PAGE", "BISECT_STEPS_DIR", "BISECT_WORKTREES_DIR", "bisect_dir", "CLUSTER_FILE",
-           "COMPARISONS_DIR", "PROPOSALS_DIR", "PROPOSAL_PAGE", "proposal_dir", "COMPARISON_FILE",
-           "COMPARISON_NOTEBOOK",
+           "COMPARISONS_DIR", "PROPOSALS_DIR", "PROPOSAL_FILE", "PROPOSAL_PAGE", "proposal_dir",
+           "proposals_of", "COMPARISON_FILE", "COMPARISON_NOTEBOOK",
            "COMPARISON_PAGE", "ERROR_LOG", "INDEX", "RAYJOB_FILE", "ROLLOUTS_DIR", "RUN_FILES", "RUN_MARKERS",
            "RunDir", "STOP_FILE", "SUITES_DIR", "SUITE_FILE", "SUMMARY_CACHE", "SWEEPS_DIR",
            "SWEEP_FILE", "TREND_CACHE", "default_root", "is_run_dir", "lane_cluster_file",
@@ -70,9 +70,12 @@ SUMMARY_CACHE = ".summary.json"  # a run's index line, cached beside it
 ALIGNMENTS_DIR = "alignments"
 ALIGNMENT_FILE = "alignment.json"
 ALIGNMENT_PAGE = "alignment.html"
-# <root>/proposals/<scenario>.<hardware>/<UTC stamp>/: a candidate baseline and its review page
+# <root>/proposals/<scenario>.<hardware>/<UTC stamp>/: a candidate baseline, its review page and
+# the record the index reads (which blessed content it was proposed against)
 PROPOSALS_DIR = "proposals"
 PROPOSAL_PAGE = "review.html"
+PROPOSAL_FILE = "proposal.json"
+
 # <root>/bisects/<scenario>/<good7>-<bad7>/: a bisect of verl's commits between two nights, its
 # state, its page, each step's run under steps/<n>-<sha7>/<run_id>/ and the git worktrees the
 # steps import verl from (hidden: the index and the ledger never walk a verl checkout)
@@ -83,10 +86,15 @@ BISECT_STEPS_DIR = "steps"
 BISECT_WORKTREES_DIR = ".worktrees"
 
 
+def proposals_of(root: Path, scenario: str, hardware: str) -> Path:
+    """The folder holding a scenario's proposals on one hardware, one subfolder each."""
+    return Path(root) / PROPOSALS_DIR / f"{scenario}.{hardware}"
+
+
 def proposal_dir(root: Path, scenario: str, hardware: str, now: datetime | None = None) -> Path:
     """Where ``workbook baseline propose`` writes by default: one folder per proposal, by time."""
     now = now or datetime.now(timezone.utc)
-    return Path(root) / PROPOSALS_DIR / f"{scenario}.{hardware}" / now.strftime("%Y%m%dT%H%M%SZ")
+    return proposals_of(root, scenario, hardware) / now.strftime("%Y%m%dT%H%M%SZ")
 
 
 def bisect_dir(root: Path, scenario: str, good: str, bad: str) -> Path:

@@ -2,10 +2,16 @@
 
 A red night's report lists what changed since the last green night (:func:`changes_since`):
 package versions, verl and workbook commits, the image, the host, the hardware key, the
-baseline (its path or its content) and the scenario's settings. The index's trend charts mark
-the nights where the environment changed (:func:`environment_changes`): the same, less the
-settings (the scenario's own, shown with the run) and the workbook's commit (the tool that
-judges, which moves with every change to it).
+baseline (its path or its content), the scenario's algorithmic settings, its tuning (what moves
+speed, memory or rounding only: :mod:`workbook.params.settings`) and its ``env:``. The index's
+trend charts mark the nights where the environment changed (:func:`environment_changes`): the
+same, less the settings (the scenario's own, shown with the run: a night with other settings
+is not compared at all) and the workbook's commit (the tool that judges, which moves with every
+change to it). Tuning and env stay: they explain a step time that moved.
+
+An entry or baseline recorded before tuning and env were (``None``) has its tuning read back
+from its settings' overrides, and neither its env nor its tuning fields compared: "not
+recorded" is not "empty".
 """
 
 from __future__ import annotations
@@ -15,12 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbook.history.ledger import Entry
-from workbook.params.settings import changed
+from workbook.params.settings import TUNING_FIELDS, changed, tuning_in
 
 # a Change's kind, in the order a table lists them
-PACKAGE, COMMIT, IMAGE, HOST, HARDWARE, BASELINE, SETTING = (
-    "package", "commit", "image", "host", "hardware", "baseline", "setting")
-KINDS = (PACKAGE, COMMIT, IMAGE, HOST, HARDWARE, BASELINE, SETTING)
+PACKAGE, COMMIT, IMAGE, HOST, HARDWARE, BASELINE, SETTING, TUNING, ENVIRONMENT = (
+    "package", "commit", "image", "host", "hardware", "baseline", "setting", "tuning",
+    "environment")
+KINDS = (PACKAGE, COMMIT, IMAGE, HOST, HARDWARE, BASELINE, SETTING, TUNING, ENVIRONMENT)
 WORKBOOK_COMMIT = "workbook commit"
 UNKNOWN = "unknown"
 ABSENT = "not installed"
@@ -51,6 +58,8 @@ def changes_since(green: Entry, this: Entry) -> list[Change]:
               _key_text(this.hardware_key)),
         *_baseline(green.baseline, this.baseline),
         *_settings(green.settings, this.settings),
+        *_tuning(green, this),
+        *_environment(green.env, this.env),
     ]
 
 
@@ -65,12 +74,12 @@ def _one(kind: str, name: str, old: str, new: str) -> list[Change]:
 
 
 def _mapping(kind: str, old: Mapping[str, Any], new: Mapping[str, Any], *, absent: str,
-             suffix: str = "") -> list[Change]:
+             suffix: str = "", prefix: str = "") -> list[Change]:
     found = []
     for name in sorted(set(old) | set(new), key=str.lower):
         before, after = old.get(name), new.get(name)
         if before != after:
-            found.append(Change(kind, f"{name}{suffix}", _text(before, absent),
+            found.append(Change(kind, f"{prefix}{name}{suffix}", _text(before, absent),
                                 _text(after, absent)))
     return found
 
@@ -100,6 +109,28 @@ def _settings(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
     return found
 
 
+def _tuning(old: Entry, new: Entry) -> list[Change]:
+    """Each tuning key that differs (unset: verl's default). Where a side was recorded before
+    tuning was, its overrides are read from its settings and the scenario's own tuning fields
+    (``rollout_memory_utilization``...) are not compared: that side never said."""
+    before = old.tuning if old.tuning is not None else tuning_in(old.settings)
+    after = new.tuning if new.tuning is not None else tuning_in(new.settings)
+    if old.tuning is None or new.tuning is None:
+        before, after = _overrides_only(before), _overrides_only(after)
+    return _mapping(TUNING, before, after, absent="unset")
+
+
+def _overrides_only(tuning: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in tuning.items() if k not in TUNING_FIELDS}
+
+
+def _environment(old: Mapping[str, str] | None, new: Mapping[str, str] | None) -> list[Change]:
+    """Each ``env:`` variable that differs; nothing when a side did not record its env."""
+    if old is None or new is None:
+        return []
+    return _mapping(ENVIRONMENT, old, new, absent="unset", prefix="env ")
+
+
 def _image_text(image: Mapping[str, Any] | None) -> str:
     """Which image: its name (and digest), or its id; a container's own id says nothing of it."""
     if not image:
@@ -127,5 +158,6 @@ def _text(value: Any, absent: str) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-__all__ = ["BASELINE", "COMMIT", "HARDWARE", "HOST", "IMAGE", "KINDS", "PACKAGE", "SETTING",
-           "Change", "changes_since", "environment_changes"]
+__all__ = ["BASELINE", "COMMIT", "ENVIRONMENT", "HARDWARE", "HOST", "IMAGE", "KINDS",
+           "PACKAGE", "SETTING", "TUNING", "Change", "changes_since",
+           "environment_changes"]

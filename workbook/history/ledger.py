@@ -2,12 +2,12 @@
 
 A red night asks what changed since the last green one, so every judged run of a scenario (a
 suite night's entry or a single run) leaves an entry: when it ran, its verdict, what it ran with
-(package versions, verl and workbook commits, image, host, hardware key), the scenario's
-settings, the baseline it was judged against (path and digest) and its headline numbers (the
-window values of its baseline comparisons). A sweep point varies a setting on purpose, a
-bisect's step runs an old verl commit on purpose and a run that loads a fault
-(``WORKBOOK_FAULT``: a planted regression) is meant to be red: none is a night, and none is in
-the ledger.
+(package versions, verl and workbook commits, image, host, hardware key, the machine's
+conditions while it trained), the scenario's algorithmic settings, its tuning and its ``env:``
+(:mod:`workbook.params.settings`), the baseline it was judged against (path and digest) and its
+headline numbers (the window values of its baseline comparisons). A sweep point varies a setting on purpose, a bisect's step runs an old
+verl commit on purpose and a run that loads a fault (``WORKBOOK_FAULT``: a planted regression) is
+meant to be red: none is a night, and none is in the ledger.
 
 The run directories are the truth. ``<runs root>/ledger/<scenario>.<hardware>.jsonl`` caches
 their entries: :func:`record` updates it when a run is closed, and a runs root without a
@@ -45,7 +45,7 @@ from workbook.core.redaction import dump_json
 from workbook.core.serialization import load_yaml
 from workbook.core.status import VERDICTS, Verdict
 from workbook.errors import WorkbookError
-from workbook.params.settings import settings_of
+from workbook.params.settings import environment_of, settings_of, tuning_of
 from workbook.provenance import hardware_key, image_of
 
 LEDGER_DIR = "ledger"
@@ -80,6 +80,11 @@ class Entry:
     # each compared metric's baseline-row status (pass, fail, suspect, ...): a noisy metric's
     # failure is confirmed by the nights before it (confirm_nights); absent in older files
     comparisons: dict[str, str] = field(default_factory=dict)
+    # None in files from before they were recorded (not known, which is not "none"): the
+    # scenario's tuning and env (params.settings), and run.json's machine conditions
+    tuning: dict[str, Any] | None = None
+    env: dict[str, str] | None = None
+    conditions: dict[str, Any] | None = None
 
     @property
     def green(self) -> bool:
@@ -139,7 +144,8 @@ def entry_of(run_dir: Path, runs_root: Path, *, verdict: str | None = None,
     if verdict not in VERDICTS:
         return None
     key = hardware_key(run) if _mapping(run.get("hardware")) else None
-    settings = _settings(run_dir)
+    params = _params(run_dir)
+    settings = settings_of(params) if params is not None else {}
     return Entry(
         scenario=str(run.get("scenario") or run_dir.parent.name),
         hardware=str(run.get("profile") or (key or {}).get("profile") or "unknown"),
@@ -158,6 +164,9 @@ def entry_of(run_dir: Path, runs_root: Path, *, verdict: str | None = None,
         baseline=_baseline(run, checks, recorded=not judged_now),
         headline=_headline(checks),
         comparisons=_comparisons(checks),
+        tuning=tuning_of(params) if params is not None else None,
+        env=environment_of(params) if params is not None else None,
+        conditions=_mapping(run.get("conditions")) or None,
     )
 
 
@@ -361,15 +370,16 @@ def _json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _settings(run_dir: Path) -> dict[str, Any]:
+def _params(run_dir: Path) -> dict[str, Any] | None:
+    """The run's resolved params, None when it has none (or they cannot be read)."""
     path = run_dir / RUN_FILES["params"]
     if not path.is_file():
-        return {}
+        return None
     try:
         data = load_yaml(path)
     except WorkbookError:
-        return {}
-    return settings_of(data) if isinstance(data, dict) else {}
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _versions(run: Mapping[str, Any]) -> dict[str, str]:

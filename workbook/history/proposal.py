@@ -4,16 +4,20 @@ A baseline goes stale as the code under test gets faster (an ``improved`` night)
 environment moves. ``workbook baseline propose`` blesses a candidate from the scenario's last
 green nights in the ledger and sets it beside the blessed baseline for review; this module
 holds the pure parts. The source nights are the last N green ones with the scenario's current
-settings on one hardware key: a night with other settings is another experiment and never
-feeds the candidate. The candidate is always compared with the blessed baseline (the anchor),
-never with an earlier candidate, so a chain of refreshes cannot drift unreviewed. Each red
-night since the blessed baseline was made is judged again against the candidate, in process,
-by the judging ``workbook check`` does.
+settings on one hardware key, measured on machines bless accepts together (the one rule is
+:func:`workbook.checks.conditions.unlike_runs`; a night passed over says why): a night with
+other settings is another experiment and never feeds the candidate; its tuning and env may
+differ, and the candidate's provenance says where they do. The candidate is always compared
+with the blessed baseline (the anchor), never with an earlier candidate, so a chain of
+refreshes cannot drift unreviewed. Each red night since the blessed baseline was made is
+judged again against the candidate, in process, by the judging ``workbook check`` does.
 """
 
 from __future__ import annotations
 
+import json
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -21,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from workbook.checks.baseline import Baseline
+from workbook.checks.conditions import BUSIER, OTHER_CPU, SLOWER, STOLEN, Unlike, unlike_runs
 from workbook.checks.runner import check_path
+from workbook.core.layout import PROPOSAL_FILE, PROPOSAL_PAGE, proposals_of
 from workbook.core.status import Verdict as Word
 from workbook.errors import BaselineError, WorkbookError
 from workbook.history.changes import Change, changes_since
@@ -30,10 +36,21 @@ from workbook.params.settings import changed
 
 MIN_SOURCES = 3  # bless's minimum: fewer runs have no spread worth the name
 DEFAULT_LAST = 5
+MAX_ANCHORS = 30  # the newest green nights a set of alike nights may start from
 
 
 class ProposalError(BaselineError):
     """Too few nights to propose from (exit 2), with why the others were left out."""
+
+
+@dataclass(frozen=True)
+class PassedOver:
+    """A green night with the scenario's settings left out because its machine was unlike the
+    chosen nights' (``why``: "a busier machine"; ``text``: the rule bless would refuse with)."""
+
+    entry: Entry
+    why: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -45,17 +62,29 @@ class Selection:
     other_settings: int = 0
     other_hardware: int = 0
     other: int = 0  # with these settings, neither green nor red (stopped)
+    passed_over: tuple[PassedOver, ...] = ()  # green, but measured on an unlike machine
+
+    def machines(self) -> list[tuple[str, int]]:
+        """How many nights were passed over for each kind of machine, most first."""
+        counts = Counter(p.why for p in self.passed_over)
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def left_out(self) -> str:
         parts = [f"{self.red} {'was' if self.red == 1 else 'were'} red" if self.red else "",
                  f"{self.other_settings} had other settings" if self.other_settings else "",
                  f"{self.other_hardware} ran on other hardware" if self.other_hardware else "",
+                 *(f"{n} measured on {why}" for why, n in self.machines()),
                  f"{self.other} had another verdict" if self.other else ""]
-        return "; ".join(p for p in parts if p) or "no other nights"
+        return "; ".join(p for p in parts if p) or "none"
 
 
 def select_sources(ledger: Sequence[Entry], settings: Mapping[str, Any], last: int) -> Selection:
-    """The last ``last`` green nights with ``settings``, on the hardware key of the newest of them.
+    """The last ``last`` green nights with ``settings``, on the hardware key of the newest of them,
+    whose machines bless accepts together (:func:`workbook.checks.conditions.unlike_runs`).
+
+    Among the alike sets the one reaching back least far wins (:func:`_measured_alike`): a busy
+    newest night is passed over for the idle nights before it rather than padded with old ones.
+    A night passed over is one newer than the oldest chosen (or any, when too few are chosen).
 
     Raises:
         ProposalError: fewer than :data:`MIN_SOURCES` such nights (the message counts the rest).
@@ -67,18 +96,87 @@ def select_sources(ledger: Sequence[Entry], settings: Mapping[str, Any], last: i
     greens = [e for e in alike if e.verdict in GREEN]
     key = greens[-1].hardware_key if greens else None
     usable = [e for e in greens if e.hardware_key == key]
+    chosen = _measured_alike(usable, last)
     red = sum(1 for e in alike if e.red)
+    oldest = chosen[0].sort_key if len(chosen) >= MIN_SOURCES else None
     selection = Selection(
-        sources=tuple(usable[-last:]), red=red, other_settings=len(ordered) - len(alike),
+        sources=tuple(chosen), red=red, other_settings=len(ordered) - len(alike),
         other_hardware=len(greens) - len(usable),
-        other=len(alike) - len(greens) - red)
+        other=len(alike) - len(greens) - red,
+        passed_over=tuple(_passed_over(
+            [e for e in usable if e not in chosen and (oldest is None or e.sort_key > oldest)],
+            chosen)))
     if len(selection.sources) < MIN_SOURCES:
         found = len(selection.sources)
+        alike_words = " measured alike" if selection.passed_over else ""
         raise ProposalError(
-            f"{found} green run{'' if found == 1 else 's'} with these settings (at least "
-            f"{MIN_SOURCES} needed to propose a baseline); of the other nights in the ledger: "
-            f"{selection.left_out()}")
+            f"{found} green run{'' if found == 1 else 's'} with these settings{alike_words} (at "
+            f"least {MIN_SOURCES} needed to propose a baseline); of the other nights in the "
+            f"ledger: {selection.left_out()}")
     return selection
+
+
+def _unlike(nights: Sequence[Entry]) -> Unlike | None:
+    """Why bless would refuse these nights' machines together, else None."""
+    return unlike_runs([e.conditions for e in nights], [e.run_id for e in nights])
+
+
+def _measured_alike(usable: Sequence[Entry], last: int) -> list[Entry]:
+    """Up to ``last`` of ``usable`` (oldest first) measured alike, oldest first: for each night
+    from the newest, the newest nights that fit with it. Of the full sets the one reaching
+    least far back wins (the last ``last`` alike nights, not a busy newest night padded with
+    old ones), then the newer; without a full set, the largest. Only the newest
+    :data:`MAX_ANCHORS` nights start a set: one starting further back is no recent baseline,
+    and the index asks this of every scenario each time it is written."""
+    newest_first = list(reversed(usable))
+    best: list[Entry] = []
+    for anchor in newest_first[:MAX_ANCHORS]:
+        if len(best) >= last and anchor.sort_key <= best[-1].sort_key:
+            break  # every set holding this night reaches back at least as far
+        picked = [anchor]
+        for night in newest_first:
+            if len(picked) >= last:
+                break
+            if night is not anchor and _unlike([*picked, night]) is None:
+                picked.append(night)
+        picked.sort(key=lambda e: e.sort_key, reverse=True)
+        if _better(picked, best, last):
+            best = picked
+    return sorted(best, key=lambda e: e.sort_key)
+
+
+def _better(picked: list[Entry], best: list[Entry], last: int) -> bool:
+    """Whether ``picked`` beats ``best`` (both newest first): full before short, then the one
+    whose oldest night is newer, then the newer nights; a short one by its size."""
+    if not best:
+        return True
+    full, was_full = len(picked) >= last, len(best) >= last
+    if full != was_full:
+        return full
+    if not full:
+        return len(picked) > len(best)
+    return ((picked[-1].sort_key, [e.sort_key for e in picked])
+            > (best[-1].sort_key, [e.sort_key for e in best]))
+
+
+# What a night passed over was measured on, by the rule it broke and its end of it.
+_MACHINES = {
+    (OTHER_CPU, True): "another CPU", (OTHER_CPU, False): "another CPU",
+    (STOLEN, True): "a host busy with other machines", (STOLEN, False): "a quieter host",
+    (BUSIER, True): "a busier machine", (BUSIER, False): "an idler machine",
+    (SLOWER, True): "a slower CPU", (SLOWER, False): "a faster CPU",
+}
+
+
+def _passed_over(nights: Sequence[Entry], chosen: Sequence[Entry]) -> list[PassedOver]:
+    """Why each of ``nights`` did not fit with ``chosen`` (none when nothing was chosen)."""
+    found = []
+    for night in nights:
+        unlike = _unlike([*chosen, night]) if chosen else None
+        if unlike is not None:
+            why = _MACHINES.get((unlike.kind, unlike.high == night.run_id), "an unlike machine")
+            found.append(PassedOver(night, why, unlike.text))
+    return found
 
 
 @dataclass(frozen=True)
@@ -129,7 +227,7 @@ def metric_changes(old: Baseline, new: Baseline) -> list[MetricChange]:
 def provenance_changes(old: Baseline, new: Baseline) -> list[Change]:
     """What differs between the runs each baseline was blessed from: packages, commits, image,
     host, hardware key and settings (read as :func:`changes_since` reads two nights)."""
-    return changes_since(_as_entry(old), _as_entry(new))
+    return changes_since(baseline_entry(old), baseline_entry(new))
 
 
 @dataclass(frozen=True)
@@ -172,8 +270,9 @@ def rejudge(nights: Sequence[Entry], runs_root: Path, candidate: Path,
     return found
 
 
-def _as_entry(baseline: Baseline) -> Entry:
-    """A baseline's provenance in the shape of a ledger entry, for :func:`changes_since`."""
+def baseline_entry(baseline: Baseline) -> Entry:
+    """A baseline's provenance in the shape of a ledger entry, for :func:`changes_since`; its
+    tuning and env are None (not recorded) in a baseline blessed before they were."""
     info = baseline.provenance
     versions = {str(k): str(v) for k, v in (info.get("packages") or {}).items() if v}
     if info.get("cann_version"):
@@ -183,7 +282,69 @@ def _as_entry(baseline: Baseline) -> Entry:
                  run_id="", path="", date=str(info.get("created") or ""), verdict="",
                  versions=versions, commits=commits, image=info.get("image"),
                  host=str(info["host"]) if info.get("host") else None,
-                 hardware_key=baseline.hardware_key, settings=dict(baseline.settings or {}))
+                 hardware_key=baseline.hardware_key, settings=dict(baseline.settings or {}),
+                 tuning=_recorded(info.get("tuning")), env=_recorded(info.get("environment")))
+
+
+def _recorded(value: Any) -> dict[str, Any] | None:
+    return {str(k): v for k, v in value.items()} if isinstance(value, Mapping) else None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A proposal as ``propose`` left it: its folder, when it was made, the blessed baseline's
+    content it was made against (its SHA-256) and its review page (None: not there)."""
+
+    folder: Path
+    created: str
+    blessed_sha256: str | None
+    review: Path | None
+
+
+def proposal_record(*, scenario: str, hardware: str, created: str, blessed: Path,
+                    blessed_sha256: str | None, candidate: Path,
+                    selection: Selection) -> dict[str, Any]:
+    """What ``propose`` writes beside the candidate (:data:`~workbook.core.layout.PROPOSAL_FILE`)
+    for the index: a candidate is ready while the blessed baseline still has this content."""
+    return {"scenario": scenario, "hardware": hardware, "created": created,
+            "blessed": {"path": str(blessed), "sha256": blessed_sha256},
+            "candidate": candidate.name, "review": PROPOSAL_PAGE,
+            "sources": [e.run_id for e in selection.sources],
+            "passed_over": [{"run_id": p.entry.run_id, "why": p.why} for p in selection.passed_over]}
+
+
+def recorded_proposals(runs_root: Path, scenario: str, hardware: str) -> list[Recorded]:
+    """The proposals of a scenario on one hardware in the runs root, newest first (a folder
+    without a readable record is not one)."""
+    found = []
+    folder = proposals_of(runs_root, scenario, hardware)
+    try:
+        folders = [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return []
+    for path in folders:
+        data = _record(path / PROPOSAL_FILE)
+        blessed = data.get("blessed")
+        if not data or not isinstance(blessed, Mapping):
+            continue
+        review = path / str(data.get("review") or PROPOSAL_PAGE)
+        sha = blessed.get("sha256")
+        found.append(Recorded(path, str(data.get("created") or ""),
+                              str(sha) if sha else None, review if review.is_file() else None))
+    return sorted(found, key=lambda r: (_when(r.created) or _EPOCH, r.folder.name), reverse=True)
+
+
+def _record(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def _when(date: str) -> datetime | None:
@@ -199,6 +360,7 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-__all__ = ["DEFAULT_LAST", "MIN_SOURCES", "MetricChange", "ProposalError", "Rejudged",
-           "Selection", "metric_changes", "provenance_changes", "red_since", "rejudge",
+__all__ = ["DEFAULT_LAST", "MIN_SOURCES", "MetricChange", "PassedOver", "ProposalError",
+           "Recorded", "Rejudged", "Selection", "baseline_entry", "metric_changes",
+           "proposal_record", "provenance_changes", "recorded_proposals", "red_since", "rejudge",
            "select_sources"]

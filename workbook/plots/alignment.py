@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 
 from workbook.plots.catalog import unit_of
-from workbook.plots.panels import OKABE_ITO, finish_axis, line, new_figure, to_png
+from workbook.plots.panels import OKABE_ITO, finish_axes, line, new_figure, to_png
 
 ERROR_COLOUR = 3  # the palette's vermilion, apart from the two runs' blue and orange
 
@@ -27,7 +27,7 @@ def aligned_curves(metric: str, a: Mapping[int, float], b: Mapping[int, float],
         line(curves, dict(series), label, i)
     curves.set_ylabel(unit_of(metric))
     curves.set_title("both runs", fontsize=9)
-    finish_axis(curves)
+    finish_axes(curves)
     shown = {s: e for s, e in errors.items() if math.isfinite(e)}
     undefined = [s for s, e in errors.items() if not math.isfinite(e)]
     if shown:
@@ -39,7 +39,7 @@ def aligned_curves(metric: str, a: Mapping[int, float], b: Mapping[int, float],
     error.set_ylabel("error (% of A's mean |value|)")
     error.set_title("error per step" + (f"; undefined at step {_steps(undefined)}" if undefined
                                         else ""), fontsize=9)
-    finish_axis(error)
+    finish_axes(error)
     fig.suptitle(metric, fontsize=11)
     return to_png(fig)
 

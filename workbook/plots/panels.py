@@ -111,7 +111,7 @@ def render(title: str, layers: Sequence[AxisLayers]) -> bytes:
         for mark in axis.marks:
             _window_mark(ax, mark, colour.get(mark.metric, 0))
         ax.set_ylabel(axis.ylabel)
-        finish_axis(ax)
+        finish_axes(ax)
     fig.suptitle(title, fontsize=11)
     return to_png(fig)
 
@@ -161,7 +161,7 @@ def timing_breakdown(metrics: RunMetrics) -> Panel | None:
             ax.fill_between(steps, bottom, top, label=label, color=colour, hatch=hatch, linewidth=0)
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.set_ylabel("time (s)")
-    finish_axis(ax)
+    finish_axes(ax)
     ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle("Where a step's time goes", fontsize=11)
     return Panel("timing_breakdown", "Where a step's time goes", to_png(fig), tuple(rows))
@@ -242,7 +242,8 @@ def _window_mark(ax: Axes, mark: WindowMark, i: int) -> None:
                 markeredgecolor="black", label=f"this run's {mark.label}")
 
 
-def finish_axis(ax: Axes) -> None:
+def finish_axes(ax: Axes) -> None:
+    """A subplot's whole-step x axis, grid and legend, as every step plot has them."""
     ax.set_xlabel("step")
     ax.grid(True, alpha=0.3)
     locator = ax.xaxis.get_major_locator()
@@ -284,6 +285,6 @@ def overlay(runs: Sequence[tuple[str, RunMetrics]], metric: str, title: str,
     for i, (label, series) in enumerate(drawn):
         line(ax, series, label, i)
     ax.set_ylabel(unit_of(metric))
-    finish_axis(ax)
+    finish_axes(ax)
     fig.suptitle(title, fontsize=11)
     return to_png(fig)

@@ -5,7 +5,8 @@ PNGs) so it can be published on any web server or CI artifact store and opened o
 to reports are relative to the index. It is written to a temp file and renamed, so a run that
 finishes and refreshes the index while another does the same never leaves a torn file. Each
 scenario's last green night and the environment changes its trend chart marks come from the
-ledger (:mod:`workbook.history.ledger`).
+ledger (:mod:`workbook.history.ledger`), and so does the nightly table above them
+(:mod:`workbook.report.nightly`: red since when, what changed, improved nights, stale baselines).
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ from workbook.core.layout import (
     write_atomic,
 )
 from workbook.core.status import SHOWN
-from workbook.history.ledger import Entry, last_green, read_all
+from workbook.history.ledger import Entry, read_all
 from workbook.history.onsets import onsets as onsets_of
 from workbook.plots.trends import ChangeMark, change_marks, trend_chart
+from workbook.report.nightly import nightly_html, nightly_rows
 from workbook.report.page import page
 from workbook.report.summary import HEADLINES, RunSummary, RunTree, scan, summarize
 from workbook.report.view import date_text, duration_text
@@ -95,7 +97,7 @@ def write_index(runs_root: Path, out: Path | None = None, *, published: bool = F
         + _comparisons(tree, runs_root, target.parent)
         + _listed(tree, runs_root, target.parent, ALIGNMENTS)
         + _listed(tree, runs_root, target.parent, BISECTS)
-        + _last_greens(ledgers)
+        + _nightly(ledgers, runs_root, target.parent)
         + "<h2>All runs</h2>"
         + _filters(runs)
         + _table(runs, runs_root, target.parent)
@@ -328,28 +330,13 @@ def _cached_chart(
     return png
 
 
-def _last_greens(ledgers: dict[tuple[str, str], list[Entry]]) -> str:
-    """Per scenario and hardware, its last green night (with its commits) and its latest night:
-    where to look first when a scenario turns red."""
-    if not ledgers:
-        return ""
-    rows = []
-    for (scenario, hardware), entries in sorted(ledgers.items()):
-        green, latest = last_green(entries), entries[-1]
-        if green is None:
-            shown = '<td colspan="4" data-last-green="none">never green in this runs root</td>'
-        else:  # its report is linked once, from its row of "All runs"
-            shown = (f'<td data-last-green="{_e(green.run_id)}">{_e(date_text(green.date) if green.date else "")}</td>'
-                     f"<td>{_e(green.run_id)}</td><td>{_e(green.commits.get('verl') or 'unknown')}</td>"
-                     f"<td>{_e(green.commits.get('workbook') or 'unknown')}</td>")
-        rows.append(f'<tr data-history="{_e(scenario)}" data-hardware="{_e(hardware)}">'
-                    f"<td>{_e(scenario)}</td><td>{_e(hardware)}</td>{shown}"
-                    f'<td><span class="badge b-{_e(latest.verdict)}">{_e(latest.verdict)}</span> '
-                    f"{_e(latest.run_id)}</td></tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("scenario", "hardware", "last green night", "run",
-                                             "verl commit", "workbook commit", "latest night"))
-    return ('<h2>Last green night per scenario</h2><table id="last-green"><thead><tr>'
-            f'{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+def _nightly(ledgers: dict[tuple[str, str], list[Entry]], runs_root: Path, base: Path) -> str:
+    """Per scenario and hardware: red since when and what changed, the last green night, the
+    improved nights and the baseline's state (:mod:`workbook.report.nightly`)."""
+    def link(path: Path) -> str | None:
+        return _href(path, base) if _linkable(path, runs_root) else None
+
+    return nightly_html(nightly_rows(ledgers, runs_root, link))
 
 
 def _nights(ledgers: dict[tuple[str, str], list[Entry]], runs_root: Path) -> dict[str, Entry]:

@@ -3,8 +3,9 @@
 The run directories keep their raw files (nothing is lost); what leaves the machine is only what
 publish chose and made: per run the report, ``run.json``, ``checks.json``,
 ``params.resolved.yaml``, ``command.*``, ``metrics.jsonl`` (verl's file logger writes strings
-too) and the log, and each suite night's ``suite.json``, every one through redaction in one
-function, :func:`_copy_redacted`.
+too) and the log, each suite night's ``suite.json`` and each baseline proposal's review page and
+record (so the published index can say "candidate ready"; never the candidate file itself),
+every one through redaction in one function, :func:`_copy_redacted`.
 
 Nothing is read through a link: the runs tree is walked with directory descriptors
 (:func:`os.fwalk`), files are opened with ``O_NOFOLLOW``, so a ``run.log`` pointing at
@@ -25,14 +26,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbook.core import redaction
-from workbook.core.layout import INDEX, RUN_FILES, RUN_MARKERS, SUITE_FILE, write_atomic
+from workbook.core.layout import (
+    INDEX,
+    PROPOSAL_FILE,
+    PROPOSAL_PAGE,
+    RUN_FILES,
+    RUN_MARKERS,
+    SUITE_FILE,
+    write_atomic,
+)
 from workbook.errors import InputError
 from workbook.report.index import write_index
 
 # What a run contributes to the site (each redacted); nothing else of a run directory leaves it.
 PUBLISHED_FILES = ("report", "run", "checks", "params", "command_json", "command_sh", "metrics",
                    "log")
-FOLDER_FILES = (SUITE_FILE,)  # what a folder that is not a run contributes (a suite night)
+# what a folder that is not a run contributes (a suite night, a baseline proposal)
+FOLDER_FILES = (SUITE_FILE, PROPOSAL_PAGE, PROPOSAL_FILE)
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK  # no link, no blocking on a FIFO
 
 

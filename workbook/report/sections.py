@@ -572,7 +572,20 @@ def _provenance_text(record: Any) -> str:
              f"image {_image_text(record['image'])}" if record.get("image") else None]
     shown = ", ".join(f for f in facts if f)
     return (f"blessed {date_text(str(created)) if created else '(date not recorded)'} from "
-            f"{len(runs)} runs" + (f" ({shown})" if shown else ""))
+            f"{len(runs)} runs" + (f" ({shown})" if shown else "") + _runs_differ_text(record))
+
+
+def _runs_differ_text(record: dict[str, Any]) -> str:
+    """What the blessed runs differed in among themselves (bless records the first run's):
+    ``runs_differ``, else the older ``package_versions_differ``; '' when they agreed."""
+    differ = record.get("runs_differ")
+    names = ([str(d.get("name")) for d in differ if isinstance(d, dict)]
+             if isinstance(differ, list) else [str(n) for n in
+                                               record.get("package_versions_differ") or []])
+    if not names:
+        return ""
+    listed = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return f"; its runs differed in {listed} (the first run's are recorded)"
 
 
 def _image_text(image: Any) -> str:
