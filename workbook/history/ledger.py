@@ -27,10 +27,10 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from workbook.core.clock import utc_time
 from workbook.core.layout import (
     BISECT_FILE,
     BISECTS_DIR,
@@ -504,16 +504,10 @@ def _safe(name: str) -> str:
 
 
 def _utc(date: str) -> str:
-    """A date as UTC ISO text, so ``...Z`` and ``...+00:00`` sort alike ('' if unreadable)."""
-    if not date:
-        return ""
-    try:
-        parsed = datetime.fromisoformat(date.replace("Z", "+00:00"))
-    except ValueError:
-        return date
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc).isoformat()
+    """A date as UTC ISO text, so ``...Z`` and ``...+00:00`` sort alike ('' if absent, the text
+    as it is if unreadable)."""
+    parsed = utc_time(date)
+    return parsed.isoformat() if parsed else date
 
 
 __all__ = ["FAULT_ENV", "GREEN", "LEDGER_DIR", "RED", "SINGLE", "Entry", "LedgerError", "counts",

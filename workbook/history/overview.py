@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 from workbook.checks.baseline import Baseline
+from workbook.core.clock import utc_time
 from workbook.core.status import Verdict
 from workbook.history.changes import (
     ENVIRONMENT,
@@ -129,7 +129,7 @@ def _judged_against(entry: Entry, path: str, sha256: str | None, created: str | 
     recorded = entry.baseline.get("sha256")
     if recorded and sha256:
         return recorded == sha256
-    night, blessed = _when(entry.date), _when(created or "")
+    night, blessed = utc_time(entry.date), utc_time(created or "")
     return night is not None and blessed is not None and night >= blessed
 
 
@@ -148,12 +148,6 @@ def _moved(ordered: list[Entry], baseline: Baseline | None) -> list[Change]:
     return [c for key, c in per_night[0].items() if key in shared]
 
 
-def _when(date: str) -> datetime | None:
-    try:
-        parsed = datetime.fromisoformat(date.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
 __all__ = ["BaselineState", "Overview", "overview"]

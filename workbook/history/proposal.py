@@ -27,6 +27,7 @@ from typing import Any
 from workbook.checks.baseline import Baseline
 from workbook.checks.conditions import BUSIER, OTHER_CPU, SLOWER, STOLEN, Unlike, unlike_runs
 from workbook.checks.runner import check_path
+from workbook.core.clock import utc_time
 from workbook.core.layout import PROPOSAL_FILE, PROPOSAL_PAGE, proposals_of
 from workbook.core.status import Verdict as Word
 from workbook.errors import BaselineError, WorkbookError
@@ -246,9 +247,9 @@ class Rejudged:
 def red_since(ledger: Sequence[Entry], blessed: Baseline) -> list[Entry]:
     """The regressed nights since the blessed baseline was made (all of them, when it does not
     say when)."""
-    created = _when(str(blessed.provenance.get("created") or ""))
+    created = utc_time(str(blessed.provenance.get("created") or ""))
     return [e for e in ledger if e.verdict == Word.REGRESSED.value
-            and (created is None or (_when(e.date) or created) >= created)]
+            and (created is None or (utc_time(e.date) or created) >= created)]
 
 
 def rejudge(nights: Sequence[Entry], runs_root: Path, candidate: Path,
@@ -331,7 +332,7 @@ def recorded_proposals(runs_root: Path, scenario: str, hardware: str) -> list[Re
         sha = blessed.get("sha256")
         found.append(Recorded(path, str(data.get("created") or ""),
                               str(sha) if sha else None, review if review.is_file() else None))
-    return sorted(found, key=lambda r: (_when(r.created) or _EPOCH, r.folder.name), reverse=True)
+    return sorted(found, key=lambda r: (utc_time(r.created) or _EPOCH, r.folder.name), reverse=True)
 
 
 def _record(path: Path) -> dict[str, Any]:
@@ -347,13 +348,6 @@ def _record(path: Path) -> dict[str, Any]:
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-def _when(date: str) -> datetime | None:
-    """An ISO date as an aware UTC time (None when absent or unreadable)."""
-    try:
-        parsed = datetime.fromisoformat(date.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
 def _finite(value: float | None) -> float | None:

@@ -123,9 +123,9 @@ def close(run: Any, *, announce: bool = True, rerender: bool = False) -> Finishe
     folder = getattr(run, "folder", None)
     where = Path(folder) if folder is not None else Path(run) if isinstance(run, (str, Path)) else None
     if where is not None and (where / ALIGNMENT_FILE).is_file():
-        return _close_alignment(where, announce=announce)
+        return _close_page(where, "alignment", announce=announce)
     if where is not None and (folder is not None or (where / COMPARISON_FILE).is_file()):
-        return _close_comparison(where, announce=announce)
+        return _close_page(where, "comparison", announce=announce)
     rd = run_dir_of(run)
     done = Finished(rd.path, None)
     step = _stepper(rd, done)
@@ -160,46 +160,45 @@ def close(run: Any, *, announce: bool = True, rerender: bool = False) -> Finishe
 finish = close  # the notebook's last cell: ``pipeline.finish(run)``
 
 
-def _close_comparison(folder: Path, *, announce: bool) -> Finished:
-    """A comparison's page, then the index of the runs root its runs share."""
+def _comparison_steps() -> tuple[Callable[[Path], Any], Callable[[Path], Any],
+                                  Callable[[Any], Path | None]]:
     from workbook.report import compare
-    from workbook.report.index import write_index
     from workbook.report.render import render_comparison
 
-    folder = folder.resolve()
-    done = Finished(folder, None)
-    step = _stepper(RunDir(folder), done)
-    done.report = step("render the comparison", lambda: render_comparison(folder))
-    if done.report is not None:
-        done.done.append("report")
-    comparison = step("read the comparison", lambda: compare.load(folder))
-    root = (compare.runs_root_of(comparison) if comparison is not None else None) or default_root()
-    if step("update the index", lambda: write_index(root)):
-        done.done.append("index")
-    if announce:
-        print(f"workbook: comparison {done.report or 'not written'}", file=sys.__stderr__,
-              flush=True)
-    return done
+    return render_comparison, compare.load, compare.runs_root_of
 
 
-def _close_alignment(folder: Path, *, announce: bool) -> Finished:
-    """An alignment's page, then the index of the runs root it lies in."""
-    from workbook.report.alignment import load, runs_root_of
-    from workbook.report.index import write_index
+def _alignment_steps() -> tuple[Callable[[Path], Any], Callable[[Path], Any],
+                                 Callable[[Any], Path | None]]:
+    from workbook.report import alignment
     from workbook.report.render import render_alignment
 
+    return render_alignment, alignment.load, lambda record: alignment.runs_root_of(
+        record.alignment)
+
+
+# a page of several runs: how its closing renders it, reads its record and finds its runs root
+PAGE_STEPS = {"comparison": _comparison_steps, "alignment": _alignment_steps}
+
+
+def _close_page(folder: Path, what: str, *, announce: bool) -> Finished:
+    """A page of several runs (a comparison, an alignment): rendered, then the index of the
+    runs root its runs share (the one runs root when they do not say)."""
+    from workbook.report.index import write_index
+
+    render, load, root_of = PAGE_STEPS[what]()
     folder = folder.resolve()
     done = Finished(folder, None)
     step = _stepper(RunDir(folder), done)
-    done.report = step("render the alignment", lambda: render_alignment(folder))
+    done.report = step(f"render the {what}", lambda: render(folder))
     if done.report is not None:
         done.done.append("report")
-    record = step("read the alignment", lambda: load(folder))
-    root = runs_root_of(record.alignment) if record is not None else default_root()
+    record = step(f"read the {what}", lambda: load(folder))
+    root = (root_of(record) if record is not None else None) or default_root()
     if step("update the index", lambda: write_index(root)):
         done.done.append("index")
     if announce:
-        print(f"workbook: alignment {done.report or 'not written'}", file=sys.__stderr__,
+        print(f"workbook: {what} {done.report or 'not written'}", file=sys.__stderr__,
               flush=True)
     return done
 
