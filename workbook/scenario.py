@@ -19,6 +19,8 @@ from workbook.checks.bands import band_problems
 from workbook.checks.baseline import load_baseline
 from workbook.checks.spec import parse_checks, step_problems
 from workbook.command.builder import build_plan, dump_subdir, entry_argv, owned_keys
+from workbook.command.determinism import undone
+from workbook.command.plan import Plan
 from workbook.core.quoting import cut
 from workbook.data.prepare import Prepared, input_problems, outputs_of, prepare_data
 from workbook.errors import BaselineError, ParamsError
@@ -116,9 +118,14 @@ def verl_problems(s: Scenario) -> list[tuple[str, str]]:
     checkout, not verl's trainer config: it is not composed here (a warning says so)."""
     if not s.entry.is_default:
         return []
-    # Only the overrides matter here; the run dir and plugin path are placeholders.
-    plan = build_plan(s, Path("/tmp/wb-validate/run"), plugin_path="/tmp/wb-validate/pythonpath")
+    plan = placeholder_plan(s)
     return check_overrides(plan.argv[len(entry_argv(s)):], checkout=s.verl.path)
+
+
+def placeholder_plan(s: Scenario) -> Plan:
+    """The command of ``s`` as validation looks at it: its overrides and environment (the run
+    dir and plugin path are placeholders)."""
+    return build_plan(s, Path("/tmp/wb-validate/run"), plugin_path="/tmp/wb-validate/pythonpath")
 
 
 def where_default() -> str:
@@ -146,11 +153,11 @@ def validate_scenario(path: Path | str, sets: Iterable[str] = (), *, check_files
 def scenario_warnings(s: Scenario, params_dir: Path) -> list[tuple[str, str]]:
     """What is valid but will not do what it says (printed, never fatal): ``(field, message)``.
 
-    Raw overrides the trainer never reads, and a baseline whose runs used other settings (its
-    comparisons will say "not comparable").
+    Raw overrides the trainer never reads, a scenario value that undoes its deterministic mode,
+    and a baseline whose runs used other settings (its comparisons will say "not comparable").
     """
 
-    warnings = ignored_settings(s)
+    warnings = ignored_settings(s) + undone(s, placeholder_plan(s))
     if not s.entry.is_default:
         warnings.append(("entry", f"{s.entry.module} reads its own config"
                          f"{' ' + s.entry.config_name if s.entry.config_name else ''}, not verl's "

@@ -25,12 +25,17 @@ from workbook.run.driver import RunResult
 RAY_DOWN = ("Exception: The current node timed out during startup. This could happen because "
             "some of the raylet failed to startup or the GCS has become overloaded.")
 BAD_KEY = "Could not override 'actor_rollout_ref.actor.optim.lrr'."
-LOGS = {"infrastructure": [RAY_DOWN], "config_error": [BAD_KEY], "none": []}
+# The real log of a run whose rendezvous port another process took (tests/data/derived_logs)
+PORT_TAKEN = (Path(__file__).resolve().parents[1] / "data" / "derived_logs"
+              / "gspo-port-in-use-before-step-1.log").read_text().splitlines()
+LOGS = {"infrastructure": [RAY_DOWN], "config_error": [BAD_KEY], "none": [],
+        "port_in_use": PORT_TAKEN}
 
 
 class Attempts:
     """``execute_run``'s stand-in: the n-th call for an entry ends as the n-th of its plan (the
-    last one repeats), a ``(verdict, diagnosis category)``, the diagnosis in its run.json."""
+    last one repeats), a ``(verdict, log)`` (a key of LOGS: the diagnosis category its lines
+    give, or ``port_in_use``), the diagnosis of those lines in its run.json."""
 
     def __init__(self, plans: dict[str, list[tuple[str, str]]]) -> None:
         self.plans = plans
@@ -44,9 +49,9 @@ class Attempts:
             attempt = self.calls.count(key)
             self.calls.append(key)
         plan = self.plans.get(key, [("passed", "none")])
-        verdict, category = plan[min(attempt, len(plan) - 1)]
-        found = diagnose(LOGS[category], exit_code=0 if category == "none" else 1)
-        rd.update_run(status="succeeded" if category == "none" else "failed",
+        verdict, log = plan[min(attempt, len(plan) - 1)]
+        found = diagnose(LOGS[log], exit_code=0 if log == "none" else 1)
+        rd.update_run(status="succeeded" if log == "none" else "failed",
                       diagnosis=found.to_dict())
         return RunResult(rd.path, verdict, f"it {verdict}", 0, 1.25, None, [])
 
@@ -97,6 +102,19 @@ def test_only_an_infrastructure_failure_is_run_again_and_at_most_max_times(
     else:
         assert "retries" not in entry and entry["reason"] == f"it {status}"
     assert result.exit_code == {"passed": 0, "regressed": 1, "failed": 3}[status]
+
+
+def test_a_run_whose_port_another_process_took_is_run_again(tmp_path: Path,
+                                                            scenario: Path) -> None:
+    fake = Attempts({FIRST: [("failed", "port_in_use"), ("passed", "none")]})
+    result = run_suite(night(tmp_path, scenario, "retry: {on: infrastructure, max: 1}"),
+                       runs_root=tmp_path / "runs", execute=fake)
+
+    assert fake.calls.count(fake.calls[0]) == 2
+    entry = next(e for e in json.loads((result.directory / "suite.json").read_text())["entries"]
+                 if e["key"] == fake.calls[0])
+    assert entry["status"] == "passed"
+    assert "network port already in use on the node" in entry["retries"][0]["why"]
 
 
 def test_the_suite_file_records_its_retry_policy(tmp_path: Path, scenario: Path) -> None:

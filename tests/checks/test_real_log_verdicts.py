@@ -2,7 +2,8 @@
 
 Shared logs (tests/data/verl_logs, from public repositories) and logs derived from this
 project's own real CPU runs (tests/data/derived_logs, README there): a run cut after a step, a
-crash after a step, a NaN loss at a step, a dead worker, a two-node collective timeout. Each row
+crash after a step, a NaN loss at a step, a dead worker, a two-node collective timeout, a
+rendezvous port another process took. Each row
 gives the verdict and exit code of ``workbook check``, without and with ``--scenario``.
 """
 
@@ -43,6 +44,10 @@ CASES = [
     (DERIVED / "gspo-worker-killed-at-step-3.log", GSPO_TINY, "failed", 3, "last step 2"),
     (DERIVED / "ppo-2node-collective-timeout-after-step-1.log", None, "failed", 3, "timed out"),
     (DERIVED / "ppo-2node-collective-timeout-after-step-1.log", PPO_TINY, "failed", 3, "timed out"),
+    (DERIVED / "gspo-port-in-use-before-step-1.log", None, "failed", 3,
+     "Infrastructure failure (network port already in use"),
+    (DERIVED / "gspo-port-in-use-before-step-1.log", GSPO_TINY, "failed", 3,
+     "Infrastructure failure (network port already in use"),
 ]
 
 

@@ -234,9 +234,12 @@ def test_apply_without_a_reachable_cluster_says_so_with_exit_3(
         }
         (tmp_path / "kubeconfig").write_text(json.dumps(config))
         monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
+        # the real kubectl's refusals, every retry of them, without the real 2+4+8+16 s waits
+        monkeypatch.setattr(kubectl, "BACKOFF_S", 0.0)
         with pytest.raises(LaunchError, match="no usable Kubernetes cluster with KubeRay") as err:
             kubectl.apply({"metadata": {"name": "x", "namespace": "default"}})
     assert err.value.exit_code == 3
+    assert f"({kubectl.RETRIES} attempts)" in err.value.message  # a refused connection passes
     assert os.environ["KUBECONFIG"] == str(tmp_path / "kubeconfig")
 
 

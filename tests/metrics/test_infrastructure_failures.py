@@ -7,6 +7,8 @@ cause the run itself made (a config error, an OOM) still wins where both are in 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from workbook.metrics import diagnose
@@ -67,6 +69,32 @@ HCCL_TRANSPORT = """\
 ACL_LINK = """\
 (WorkerDict pid=9001) RuntimeError: npuSynchronizeDevice:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:479 NPU function error: AclrtSynchronizeDeviceWithTimeout, error code is 507056
 """
+TCPSTORE_PORT_TAKEN = """\
+[W socket.cpp:401] [c10d] The server socket has failed to listen on [::]:47531 (errno: 98 - Address already in use).
+[W socket.cpp:401] [c10d] The server socket has failed to bind to 0.0.0.0:47531 (errno: 98 - Address already in use).
+[E socket.cpp:435] [c10d] The server socket has failed to listen on any local network address.
+"""
+TCPSTORE_EADDRINUSE = """\
+(WorkerDict pid=6210) torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use
+"""
+GLOO_BIND = """\
+(WorkerDict pid=4410) Traceback (most recent call last):
+(WorkerDict pid=4410)   File "/opt/torch/distributed/distributed_c10d.py", line 1009, in _new_process_group_helper
+(WorkerDict pid=4410)     backend_class = ProcessGroupGloo(backend_prefix_store, group_rank, group_size, timeout=timeout)
+(WorkerDict pid=4410) RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:176] bind: Address already in use
+"""
+FILE_MISSING = """\
+(TaskRunner pid=2201) Traceback (most recent call last):
+(TaskRunner pid=2201)   File "/opt/verl/verl/utils/dataset/rl_dataset.py", line 131, in _read_files_and_tokenize
+(TaskRunner pid=2201)     dataframe = datasets.load_dataset("parquet", data_files=parquet_file)["train"]
+(TaskRunner pid=2201) OSError: [Errno 2] No such file or directory: '/home/ci/data/gsm8k/train.parquet'
+"""
+FILE_DENIED = """\
+(WorkerDict pid=77) Traceback (most recent call last):
+(WorkerDict pid=77)   File "/opt/verl/verl/utils/checkpoint/checkpoint_manager.py", line 120, in local_mkdir_safe
+(WorkerDict pid=77)     os.makedirs(path, exist_ok=True)
+(WorkerDict pid=77) PermissionError: [Errno 13] Permission denied: '/home/ci/checkpoints/global_step_2'
+"""
 WORKER_OOM = """\
 (WorkerDict pid=2840753) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.07 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.2 GiB is free.
 """
@@ -79,6 +107,7 @@ NCCL_TIMEOUT = """\
 (WorkerDict pid=5121) [rank1]:[E1129 18:00:00.123456 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1042, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600038 milliseconds before timing out.
 """
 
+PORT_TAKEN = "network port already in use on the node"
 INFRA = [
     # log, the cause the summary names, a fragment of the first evidence line
     (STEPS + CUDA_ECC, "device hardware error", "uncorrectable ECC error encountered"),
@@ -94,6 +123,9 @@ INFRA = [
     (NCCL_CONNECT, "HCCL/NCCL connection failure", "Connect to 10.0.0.2<45763> failed"),
     (HCCL_TRANSPORT, "HCCL/NCCL connection failure", "EI0009"),
     (STEPS + ACL_LINK, "HCCL/NCCL connection failure", "error code is 507056"),
+    (TCPSTORE_PORT_TAKEN, PORT_TAKEN, "errno: 98 - Address already in use"),
+    (TCPSTORE_EADDRINUSE, PORT_TAKEN, "name: EADDRINUSE"),
+    (STEPS + GLOO_BIND, PORT_TAKEN, "bind: Address already in use"),
 ]
 
 
@@ -113,6 +145,9 @@ RANKED = [
     (STEPS + NCCL_TIMEOUT + NCCL_CONNECT, "collective_timeout"),
     (STEPS + NCCL_TIMEOUT + CUDA_ECC, INFRASTRUCTURE),
     (STEPS + WORKER_OOM, "oom"),
+    (HYDRA_UNKNOWN_KEY + TCPSTORE_EADDRINUSE, "config_error"),
+    (WORKER_OOM + GLOO_BIND, "oom"),
+    (TCPSTORE_EADDRINUSE + NCCL_TIMEOUT, INFRASTRUCTURE),  # the others waited for the rank that never listened
 ]
 
 
@@ -120,6 +155,14 @@ RANKED = [
 def test_the_runs_own_cause_wins_over_an_infrastructure_one_it_brought(text: str,
                                                                        category: str) -> None:
     assert diagnose(text.splitlines(), exit_code=1).category == category
+
+
+@pytest.mark.parametrize("text", [STEPS + FILE_MISSING, STEPS + FILE_DENIED],
+                         ids=["no-such-file", "permission-denied"])
+def test_an_os_error_about_a_file_is_the_runs_own_exception_never_infrastructure(text: str) -> None:
+    # a path the scenario names: running it again would fail the same way
+    found = diagnose(text.splitlines(), exit_code=1)
+    assert found.category == "python_exception" and "Errno" in found.summary
 
 
 def test_infrastructure_is_a_known_category() -> None:
@@ -130,3 +173,16 @@ def test_a_full_disk_the_run_went_on_past_is_not_the_cause() -> None:
     text = "(TaskRunner pid=2201) UserWarning: [Errno 28] No space left on device.  joblib will operate in serial mode\n" + STEPS
     assert diagnose(text.splitlines(), exit_code=0).status == "succeeded"
     assert diagnose(text.splitlines(), expected_steps=4).category == "none"
+
+
+REAL_PORT_TAKEN = Path(__file__).resolve().parents[1] / "data" / "derived_logs" / "gspo-port-in-use-before-step-1.log"
+
+
+def test_a_real_rendezvous_port_taken_before_step_1_is_an_infrastructure_failure() -> None:
+    # the port torch.distributed picked was taken by another process on the node: the machine
+    found = diagnose(REAL_PORT_TAKEN.read_text().splitlines(), exit_code=1).to_dict()
+
+    assert (found["status"], found["category"]) == ("failed", INFRASTRUCTURE), found
+    assert str(found["summary"]).startswith(f"Infrastructure failure ({PORT_TAKEN}): "), found
+    assert "in ray::WorkerDict.actor_rollout_init_model" in str(found["summary"])
+    assert "port: 38545" in found["evidence"][0]  # type: ignore[index]

@@ -74,6 +74,7 @@ def validate(args: argparse.Namespace) -> int:
     print_warnings(s, args.params)
     print(f"{args.params}: scenario '{s.name}' is valid ({s.profile}, {s.launcher}, "
           f"{s.nodes}x{s.devices_per_node} devices, {s.total_training_steps} steps"
+          f"{', deterministic' if s.deterministic else ''}"
           f"{', verl from ' + s.verl.path if s.verl.path else ''})")
     return 0
 

@@ -1,9 +1,11 @@
 """Resolved scenario -> the exact verl command (argv + env). Pure: no I/O, no clock, no env reads.
 
 Order of the Hydra overrides: the scenario's first-class fields, then its raw ``overrides:``
-in file order, then what the hardware profile needs (unless the scenario set that key), then
-the workbook's own sinks (file logger beside the console). Validation refuses a raw override
-that sets a key a first-class field owns, so each key appears once. A scenario naming a verl
+in file order, then its deterministic mode's settings and what the hardware profile needs
+(each unless the scenario set that key), then the workbook's own sinks (file logger beside the
+console). Validation refuses a raw override that sets a key a first-class field owns, so each
+key appears once. The environment is the profile's, the deterministic mode's on top, the
+scenario's ``env:`` over both. A scenario naming a verl
 checkout (``verl.path``) gets it first on PYTHONPATH, so the command imports that checkout's verl.
 """
 
@@ -13,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from workbook import profiles
+from workbook.command.determinism import deterministic_overrides
+from workbook.command.engines import engine_seed_keys
 from workbook.command.plan import Plan
 from workbook.core.layout import ROLLOUTS_DIR
 from workbook.params import hydra
@@ -56,13 +60,9 @@ def first_class(s: Scenario) -> list[tuple[str, Any]]:
             (f"{actor}.fsdp_config.ulysses_sequence_parallel_size", s.sequence_parallel_size),
             ("actor_rollout_ref.ref.fsdp_config.ulysses_sequence_parallel_size", s.sequence_parallel_size),
         ]
-    if s.seed is not None:
-        pairs += [
-            ("data.seed", s.seed),
-            (f"{actor}.data_loader_seed", s.seed),
-            (f"{actor}.fsdp_config.seed", s.seed),
-            ("actor_rollout_ref.ref.fsdp_config.seed", s.seed),
-        ]
+    if s.seed is not None:  # the engine's own keys: fsdp_config.seed, megatron.seed, ...
+        pairs += [("data.seed", s.seed), (f"{actor}.data_loader_seed", s.seed)]
+        pairs += [(key, s.seed) for key in engine_seed_keys(s)]
     if s.uses_critic:
         pairs += [
             ("critic.model.path", s.critic_model_path or s.model_path),
@@ -142,6 +142,8 @@ def build_plan(
     overrides = [hydra.override(k, v) for k, v in first_class(s) + rollout_skip(s, run_dir)]
     overrides += list(s.overrides)
     already = {hydra.key_of(o) for o in overrides}
+    overrides += [hydra.override(k, v) for k, v in deterministic_overrides(s) if k not in already]
+    already = {hydra.key_of(o) for o in overrides}
     overrides += [o for o in profiles.profile_overrides(
         s.profile,
         nnodes=s.nodes,
@@ -152,6 +154,8 @@ def build_plan(
     ) if hydra.key_of(o) not in already]
     overrides.append(hydra.override("trainer.logger", LOGGERS))
     env = profiles.profile_env(s.profile, plugin_path=Path(plugin_path) if plugin_path else None)
+    if s.deterministic:
+        env.update(profiles.deterministic_env(s.profile))
     for key, value in s.env.items():
         text, sep = _env_value(value), LIST_ENV.get(key)
         env[key] = f"{env[key]}{sep}{text}" if sep and env.get(key) and text else text

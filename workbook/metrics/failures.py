@@ -4,7 +4,7 @@ A failed verl run leaves its cause somewhere in Ray's noise: a worker's tracebac
 around it (``RayTaskError(OutOfMemoryError)``), Hydra's short config message, an Ascend error
 code (``EL0004``, ``EI0002``), a kill signal in the exit code. Some are not the run's fault at
 all: a device's ECC error, a full disk, a Ray node that never started, a link HCCL or NCCL could
-not open are ``infrastructure`` (a suite may retry those), each cause named. This module holds
+not open, a port another process on the node already holds are ``infrastructure`` (a suite may retry those), each cause named. This module holds
 only the data that recognises them: the categories with their rank and labels, the patterns,
 the shapes of exception, config-frame and Ray-wrapper lines, and the substring prefilter in
 front of them. A new form of failure is a change here; ``diagnosis`` keeps the logic.
@@ -15,18 +15,20 @@ from __future__ import annotations
 import re
 
 INFRASTRUCTURE = "infrastructure"
-# The machine, its disks, Ray or the links between devices broke, not the run: the causes an
-# infrastructure failure names (a summary says which), each a kind of signal of its own.
+# The machine, its disks, its ports, Ray or the links between devices broke, not the run: the
+# causes an infrastructure failure names (a summary says which), each a kind of signal of its own.
 CAUSES = {
     "device_error": "device hardware error",
     "disk_full": "disk full or over quota",
     "ray_startup": "Ray node start-up failure",
     "link_failure": "HCCL/NCCL connection failure",
+    "port_in_use": "network port already in use on the node",
 }
 # Most specific first: the first kind present among fatal signals is the root cause. A broken
-# device, a full disk or a Ray that never came up makes the other ranks time out and their
-# actors die, so it ranks above those; a connection that could not be made ranks below a
-# collective timeout and above a Python exception (the exception is how the failure surfaces).
+# device, a full disk, a Ray that never came up or a rendezvous port another process holds
+# makes the other ranks time out and their actors die, so it ranks above those; a connection
+# that could not be made ranks below a collective timeout and above a Python exception (the
+# exception is how the failure surfaces).
 RANKS = (
     "config_error",
     "import_error",
@@ -34,6 +36,7 @@ RANKS = (
     "device_error",
     "disk_full",
     "ray_startup",
+    "port_in_use",
     "collective_timeout",
     "link_failure",
     "python_exception",
@@ -116,6 +119,15 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     (
+        "port_in_use",
+        re.compile(
+            # A socket could not bind its port: another process on the node holds it (torch's
+            # TCPStore rendezvous picks a free port, which something else took before it
+            # listened; Gloo, ZMQ and vLLM's servers say it the same way: errno 98, EADDRINUSE)
+            r"\bEADDRINUSE\b|[Aa]ddress already in use"
+        ),
+    ),
+    (
         "link_failure",
         re.compile(
             # NCCL could not open a socket to a peer; HCCL could not set up its transport (EI0009);
@@ -170,4 +182,5 @@ KEYWORDS = (
     "died", "dead", "SYSTEM_ERROR", "verride", "struct", "not in '", "config", "mandatory",
     "converted to", "GPUs", "NPUs", "Killed", "Terminated", "SIGTERM",
     "ECC", "UCE", "space left", "quota", "StorageFull", "GCS", "register worker",
+    "EADDRINUSE", "already in use",
 )  # fmt: skip

@@ -245,6 +245,10 @@ class Scenario(_Strict):
     rollout_tp: Count = 1
     rollout_memory_utilization: float = Field(default=0.5, gt=0, le=1)
     seed: Seed | None = None
+    # Run-to-run determinism (workbook.command.determinism): data in file order, the seed in
+    # every seed key, verl's full_determinism switches, the profile's deterministic libraries.
+    # Strict: ``deterministic: 1`` or ``"yes"`` is a mistake to name, not a truth value.
+    deterministic: Annotated[bool, Field(strict=True)] = False
     project_name: str = "verl-workbook"
     experiment_name: str | None = None
 
@@ -313,6 +317,8 @@ def _message(err: Any) -> str:
         info = _field_info(err["loc"])
         if info is not None:
             return f"must be {_range_text(info)}{got}"
+    if kind in ("bool_type", "bool_parsing"):
+        return f"must be true or false{got}"
     if kind == "finite_number":
         return f"must be a finite number{got}"
     if kind == "string_pattern_mismatch" and err["loc"][-1:] == ("name",):

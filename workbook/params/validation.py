@@ -44,7 +44,7 @@ def arithmetic(s: Scenario) -> Problems:
     return p
 
 
-def _raw(s: Scenario, key: str) -> str | None:
+def raw_value(s: Scenario, key: str) -> str | None:
     """The value a raw override gives ``key`` (the last one wins, as in Hydra)."""
     found = None
     for item in s.overrides:
@@ -62,9 +62,9 @@ def micro_batches(s: Scenario) -> Problems:
     for role in ("actor_rollout_ref.actor", "critic"):
         if role == "critic" and not s.uses_critic:
             continue
-        if (_raw(s, f"{role}.use_dynamic_bsz") or "").lower() == "true":
+        if (raw_value(s, f"{role}.use_dynamic_bsz") or "").lower() == "true":
             continue
-        raw = _raw(s, f"{role}.ppo_micro_batch_size_per_gpu")
+        raw = raw_value(s, f"{role}.ppo_micro_batch_size_per_gpu")
         if raw is None or not raw.isdigit() or not per_rank:
             continue
         if len(raw) > 9 or int(raw) < 1:
@@ -102,7 +102,7 @@ def ignored_settings(s: Scenario) -> Problems:
     ``skip.rollout_tq.*``; ``skip.rollout.*`` is accepted and does nothing. The legacy trainer
     is the other way round; ``actor_rollout_ref.rollout.skip.*`` is forced off by both.
     """
-    v1 = (_raw(s, "trainer.use_v1") or "True").lower() != "false"
+    v1 = (raw_value(s, "trainer.use_v1") or "True").lower() != "false"
     inert, works = _INERT[v1]
     trainer = "the default V1 trainer (trainer.use_v1=True)" if v1 else "the legacy trainer"
     warnings: Problems = []

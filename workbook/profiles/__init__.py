@@ -5,7 +5,8 @@
     cpu    no accelerator: the real verl trainer with a tiny model (see ``workbook.profiles.cpu``)
 
 Pure functions of their arguments; the command builder merges the result with the scenario
-(scenario values win for env keys the scenario sets explicitly).
+(scenario values win for env keys the scenario sets explicitly). ``deterministic_env`` is what
+each profile adds for a scenario's deterministic mode.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbook.errors import ParamsError
-from workbook.profiles.cpu import cpu_env, cpu_overrides
+from workbook.profiles.cpu import CPU_DETERMINISTIC_ENV, cpu_env, cpu_overrides
 
 PROFILES = ("npu", "cuda", "cpu")
 
@@ -28,6 +29,35 @@ NPU_ENV = {
     "VLLM_USE_V1": "1",
     "TRANSFORMERS_VERBOSITY": "error",
     **_COMMON_ENV,
+}
+
+
+# What a deterministic scenario (``deterministic: true``, workbook.command.determinism) adds to
+# its environment, per profile; verl's own full_determinism switches do the rest in-process.
+NPU_DETERMINISTIC_ENV = {
+    # verl's Ascend precision-alignment guide (docs/ascend_tutorial/dev_guide/
+    # precision_analysis/precision_alignment_zh.md, "fixed communication environment"): HCCL's
+    # reductions in a fixed order, matmuls without the K-axis shift and shuffle, vLLM's
+    # scheduler in one process; LCCL_DETERMINISTIC and ATB_LLM_LCOC_ENABLE are the guide's list
+    # for LCCL (HCCL_OP_EXPANSION_MODE=AIV), set too because a scenario's env may turn LCCL on.
+    "HCCL_DETERMINISTIC": "true",
+    "CLOSE_MATMUL_K_SHIFT": "1",
+    "ATB_MATMUL_SHUFFLE_K_ENABLE": "0",
+    "LCCL_DETERMINISTIC": "1",
+    "ATB_LLM_LCOC_ENABLE": "0",
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+}
+CUDA_DETERMINISTIC_ENV = {
+    # PyTorch's "Reproducibility" notes (and cuBLAS's "Results reproducibility"): cuBLAS is
+    # deterministic only with a fixed workspace configuration
+    "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
+    # vLLM's "Reproducibility" page: V1's scheduling is deterministic without multiprocessing
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+    # Megatron Core's "Deterministic Training" guide: NCCL's Ring algorithm reduces in an order
+    # fixed by the topology (bit-exact across runs), and Transformer Engine without its
+    # nondeterministic kernels; verl's full_determinism pins NCCL for the FSDP engine only
+    "NCCL_ALGO": "Ring",
+    "NVTE_ALLOW_NONDETERMINISTIC_ALGO": "0",
 }
 
 
@@ -52,6 +82,13 @@ def profile_env(
     if plugin_path is None:
         raise ParamsError([("profile", "the cpu profile needs its plugin path")])
     return cpu_env(plugin_path, pythonpath)
+
+
+def deterministic_env(name: str) -> dict[str, str]:
+    """What profile ``name`` adds to a deterministic scenario's environment."""
+    _check(name)
+    return dict({"npu": NPU_DETERMINISTIC_ENV, "cuda": CUDA_DETERMINISTIC_ENV,
+                 "cpu": CPU_DETERMINISTIC_ENV}[name])
 
 
 def profile_overrides(

@@ -154,6 +154,7 @@ def prepare(
         "status": RunStatus.PREPARED.value,
         "launcher": s.launcher,
         "profile": s.profile,
+        "deterministic": s.deterministic,
         "nodes": s.nodes,
         "devices_per_node": s.devices_per_node,
         "expected_steps": s.total_training_steps,

@@ -64,6 +64,25 @@ CRITIC_OVERRIDES: tuple[str, ...] = (
 )
 
 
+# A deterministic scenario's CPU kernels run on a fixed number of threads. How many threads
+# share a reduction decides its order, and oneMKL's "Reproducibility Conditions" ask for the
+# count to be set explicitly, with MKL_DYNAMIC and OMP_DYNAMIC off, for the same results on
+# different systems; unset, PyTorch's intra-op pool sizes itself by the host's cores. One thread
+# exists on every host and no process of a run oversubscribes a small one. vLLM-CPU would set
+# its own count from the cores it binds (``auto``: every physical core it does not reserve,
+# vllm/utils/ompmultiprocessing.py); ``nobind`` leaves it this one. The kernels' instruction set
+# is ISA_ENV's, on every cpu run, deterministic or not. VLLM_ENABLE_V1_MULTIPROCESSING is not set:
+# on CPU it makes vLLM drop the multiprocess executor its OpenMP threads need
+# (vllm/platforms/cpu.py).
+CPU_DETERMINISTIC_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OMP_DYNAMIC": "FALSE",
+    "MKL_DYNAMIC": "FALSE",
+    "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+}
+
+
 def cpu_env(plugin_path: Path, pythonpath: str = "") -> dict[str, str]:
     """Environment of a cpu-profile run.
 
