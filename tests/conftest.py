@@ -284,8 +284,7 @@ def papermill_night(session_env: dict[str, str], cpu_assets: object,
     """``papermill notebooks/gspo.ipynb out.ipynb`` exactly as the README shows: the default
     scenario, unchanged, the second green night of the session (after the smoke suite's)."""
     argv = shlex.split(readme_line("papermill notebooks/gspo.ipynb"))
-    papermill = Path(session_env.get("VIRTUAL_ENV", REPO / ".venv")) / "bin" / "papermill"
-    argv[0] = str(papermill if papermill.exists() else REPO / ".venv" / "bin" / "papermill")
+    argv[0] = str(Path(sys.executable).parent / "papermill")  # the tests' own environment
     with HeavyLock():
         done = subprocess.run(argv, cwd=REPO, env=session_env, capture_output=True, text=True,
                               timeout=1800)

@@ -147,3 +147,34 @@ def test_the_live_scenario_generates_and_checks_the_rollout_side_with_the_defaul
         assert policy.reduce == DEFAULT_POLICIES[metric]["reduce"]
         assert policy.direction == DEFAULT_POLICIES[metric]["direction"]
         assert policy.window == (2, 4)
+
+
+REPLAYING = {**CPU, "rollouts": {"replay": "baselines/rollouts/gspo-tiny-1n1cpu-fsdp2-vllm"}}
+
+
+def test_a_replaying_run_whose_replays_nothing_records_is_not_comparable_not_failed() -> None:
+    # the log lost its lines: a replayed step's drift must not read as a live rollout's
+    found = row({PROBS_DIFF_MEAN: REPLAYED_MEAN}, replayed=[], scenario=REPLAYING)
+
+    assert found is not None and found.status == "not_comparable"
+    assert "which steps replayed" in found.message
+
+
+def test_a_replaying_run_with_its_replayed_steps_known_is_judged_on_the_others() -> None:
+    found = row({PROBS_DIFF_MEAN: REPLAYED_MEAN}, replayed=[2, 3, 4], scenario=REPLAYING)
+
+    assert found is not None and found.status == "pass" and found.steps == [1]
+
+
+@pytest.mark.parametrize("from_log, recorded, expected", [
+    ([1, 2], None, [1, 2]),
+    ([], [1, 2, 3, 4], [1, 2, 3, 4]),  # the log lost the lines it had when the run was closed
+    ([2], [1, 2], [1, 2]),
+    ([], [1, True, "3", 4.0], [1]),  # what is not a step number is not taken
+])
+def test_replayed_steps_are_the_logs_and_those_recorded_at_closing(
+        from_log: list[int], recorded: Any, expected: list[int]) -> None:
+    from workbook.checks.evidence import replayed_steps
+
+    run = {} if recorded is None else {"diagnosis": {"replayed_steps": recorded}}
+    assert replayed_steps({"replayed_steps": from_log}, run) == expected

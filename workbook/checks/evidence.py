@@ -81,6 +81,14 @@ class Evidence:
     def replayed_steps(self) -> list[int]:
         return list(self.diagnosis.get("replayed_steps") or [])
 
+    @property
+    def replays_unknown(self) -> bool:
+        """The scenario replays a rollout dump, yet neither the log nor run.json says which
+        steps did: generated steps cannot be told from replayed ones."""
+        rollouts = self.scenario.get("rollouts")
+        pinned = rollouts.get("replay") if isinstance(rollouts, Mapping) else None
+        return bool(pinned) and not self.replayed_steps
+
 
 def gather(path: Path, *, scenario: Mapping[str, Any] | None = None) -> Evidence:
     """Read a run directory, console log or JSONL file.
@@ -102,6 +110,7 @@ def gather(path: Path, *, scenario: Mapping[str, Any] | None = None) -> Evidence
     wanted = positive_int(resolved.get("total_training_steps")) or positive_int(
         run.get("expected_steps"))
     found = diagnose(path, metrics=metrics, expected_steps=wanted).to_dict()
+    found["replayed_steps"] = replayed_steps(found, run)
     stated = positive_int(found.get("expected_steps"))
     evidence = Evidence(path, metrics, found, run, resolved)
     if wanted:
@@ -109,6 +118,17 @@ def gather(path: Path, *, scenario: Mapping[str, Any] | None = None) -> Evidence
     elif stated:
         evidence.expected_steps, evidence.expected_from = stated, "the log"
     return evidence
+
+
+def replayed_steps(found: Mapping[str, Any], run: Mapping[str, Any]) -> list[int]:
+    """The steps that replayed a rollout dump: the ones the log announces now and the ones it
+    announced when the run was closed (run.json's diagnosis), so a log that lost its lines
+    afterwards does not turn replayed steps into generated ones."""
+    recorded = (run.get("diagnosis") or {}).get("replayed_steps") if isinstance(
+        run.get("diagnosis"), Mapping) else None
+    steps = set(found.get("replayed_steps") or [])
+    steps |= {s for s in recorded or [] if isinstance(s, int) and not isinstance(s, bool)}
+    return sorted(steps)
 
 
 def read_run(path: Path) -> dict[str, Any]:

@@ -170,6 +170,12 @@ def rollout_row(evidence: Evidence) -> CheckRow | None:
     bounds = ROLLOUT_PROBS_BOUNDS.get(evidence.profile or "")
     if not bounds or not evidence.metrics.has(PROBS_DIFF_MEAN):
         return None
+    if evidence.replays_unknown:
+        return CheckRow(name=ROLLOUT_CHECK, kind="bounds", status="not_comparable",
+                        metric=PROBS_DIFF_MEAN, expected="at every generated step",
+                        message="the scenario replays a rollout dump and nothing left says which "
+                        "steps replayed it (the log lost its lines): generated steps cannot be "
+                        "told from replayed ones")
     replayed = set(evidence.replayed_steps)
     series = {name: {s: v for s, v in evidence.metrics.series(name).items() if s not in replayed}
               for name in bounds if evidence.metrics.has(name)}
