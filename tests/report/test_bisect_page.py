@@ -116,6 +116,6 @@ def test_the_runs_index_lists_each_bisect_with_how_it_ended(tmp_path: Path) -> N
                      r'<a href="([^"]+)">.*?</a>: (.*?)</li>', index)
     assert item is not None
     assert item.group(1) == "bisects/gspo-tiny/aaaaaaa-fffffff"
-    assert (item.group(2), item.group(3)) == ("passed", "found")
+    assert (item.group(2), item.group(3)) == ("regressed", "found")
     assert item.group(4) == "bisects/gspo-tiny/aaaaaaa-fffffff/bisect.html"
     assert item.group(5) == f"the first bad commit is {SHAS[1][:12]}"

@@ -242,8 +242,9 @@ def _bisect_line(record: dict[str, Any]) -> tuple[str, str]:
 
 ALIGNMENTS = Listed("Alignments", "alignment", ALIGNMENT_PAGE, ALIGNMENT_FILE, _alignment_line)
 BISECTS = Listed("Bisects", "bisect", BISECT_PAGE, BISECT_FILE, _bisect_line)
-# a status word's badge colour: an aligned pair or a found commit reads green, the others red
-_BADGES = {"aligned": "passed", "not aligned": "regressed", "found": "passed",
+# a status word's badge colour: an aligned pair reads green; a found culprit in the colour its page
+# gives it (a regression was found), as do pairs not aligned
+_BADGES = {"aligned": "passed", "not aligned": "regressed", "found": "regressed",
            "running": "unknown", "stopped": "stopped"}
 
 
