@@ -24,6 +24,7 @@ from tests.conftest import (
     interrupted,
     workbook_cli,
 )
+from tests.e2e.rows import baseline_rows, timings_judged_here
 from tests.verl_history import VerlHistory
 
 pytestmark = pytest.mark.verl
@@ -101,6 +102,7 @@ def test_two_runs_that_differ_only_in_numerics_are_aligned(nights: Nights) -> No
     assert data["verdict"]["status"] == "aligned", data["verdict"]
     loss = next(m for m in data["metrics"] if m["metric"] == "actor/pg_loss")
     assert loss["mae_pct"] < 2, loss  # the same training: only the entropy kernel changed
+    timings_judged_here(baseline_rows(run)["perf/throughput"])  # both measured on a quiet machine
     assert data["throughput"]["ratio"] > 1.3  # torch.compile off: the same training, faster
 
 

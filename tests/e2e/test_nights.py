@@ -12,13 +12,13 @@ variants suite) never enter the ledger.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import (
-    COMPILE_OFF,
     GSPO_NAME,
     CliRun,
     Nights,
@@ -26,6 +26,7 @@ from tests.conftest import (
     SuiteRun,
     workbook_cli,
 )
+from tests.e2e.rows import baseline_rows, timings_judged_here
 from tests.verl_history import BUMPED, VerlHistory
 
 pytestmark = pytest.mark.verl
@@ -51,11 +52,12 @@ def test_propose_is_refused_with_two_green_nights_and_says_why(nights: Nights) -
 def test_a_tuning_change_that_doubles_throughput_is_improved_and_exits_0(nights: Nights) -> None:
     run = nights.improved
     data = _checks(run)
-    assert data["verdict"]["status"] == "improved", data["verdict"]
     assert run.json("run.json")["exit_code"] == 0
-    rows = {r["metric"]: r for r in data["rows"] if r["kind"] == "baseline"}
-    assert rows["perf/throughput"]["status"] == "improved", rows["perf/throughput"]
+    rows = baseline_rows(run)
     assert rows["actor/pg_loss"]["status"] == "pass"  # the same training, compared
+    timings_judged_here(rows["perf/throughput"])
+    assert data["verdict"]["status"] == "improved", data["verdict"]
+    assert rows["perf/throughput"]["status"] == "improved", rows["perf/throughput"]
     assert "propose a baseline refresh" in data["verdict"]["reason"]
     assert f"workbook baseline propose {GSPO_NAME}" in data["verdict"]["reason"]
 
@@ -114,16 +116,17 @@ def test_the_ledger_holds_the_nights_and_no_fault_run(
 
 
 def test_propose_blesses_the_green_nights_and_its_review_lists_the_change(
-        nights: Nights, session_env: dict[str, str], tmp_path: Path) -> None:
+        nights: Nights, session_env: dict[str, str]) -> None:
     root = Path(session_env["WORKBOOK_RUNS"])
-    done = workbook_cli(["baseline", "propose", GSPO_NAME, "--runs-root", str(root), "--out",
-                         str(tmp_path)], session_env, timeout=600)
+    done = workbook_cli(["baseline", "propose", GSPO_NAME, "--runs-root", str(root)],
+                        session_env, timeout=600)
     assert done.exit_code == 0, done.output[-3000:]
-    review = (tmp_path / "review.html").read_text()
-    assert nights.improved.run_dir is not None and nights.improved.run_dir.name in review
-    assert COMPILE_OFF.split("+=")[1].split("=")[0].rsplit(".", 1)[-1] in review
-    assert "kept red" in review  # tonight's regressed night, judged against the candidate
-    assert len(list(tmp_path.glob("*.json"))) >= 1
+    (review,) = root.glob(f"proposals/{GSPO_NAME}.cpu/*/review.html")
+    page = review.read_text()
+    assert nights.improved.run_dir is not None and nights.improved.run_dir.name in page
+    assert "use_torch_compile" in page  # the tuning the improved night changed
+    assert "kept red" in page  # tonight's regressed night, judged against the candidate
+    assert len(re.findall(r'<img[^>]+src="data:image/png;base64,', page)) >= 3  # the curves
 
 
 def test_the_index_shows_what_is_red_since_when_and_what_changed(
@@ -132,9 +135,17 @@ def test_the_index_shows_what_is_red_since_when_and_what_changed(
     done = workbook_cli(["index", str(root)], session_env, timeout=300)
     assert done.exit_code == 0, done.output[-2000:]
     index = (root / "index.html").read_text()
-    assert nights.suspect.run_dir is not None and nights.improved.run_dir is not None
-    assert "since" in index and BUMPED in index
-    assert "improved" in index
+    row = re.search(rf'<tr data-history="{GSPO_NAME}" data-hardware="cpu".*?</tr>', index, re.S)
+    assert row is not None, index[:3000]
+    assert nights.regressed.run_dir is not None and nights.improved.run_dir is not None
+    text = row.group(0)
+    assert 'data-verdict="regressed"' in text
+    assert f'data-red-since="{nights.regressed.run_dir.name}"' in text  # the suspect night is not red
+    assert f'data-last-green="{nights.improved.run_dir.name}"' in text
+    assert f"0.9.1 -&gt; {BUMPED}" in text  # what changed: verl's version
+    if baseline_rows(nights.improved)["perf/throughput"]["status"] == "improved":
+        assert f'data-improved-night="{nights.improved.run_dir.name}"' in text
+        assert 'data-baseline-state="stale"' in text and "data-candidate" in text
 
 
 def test_a_night_whose_console_log_lost_its_steps_is_judged_from_the_file_logger(

@@ -4,7 +4,7 @@ window, and a broken reward path on live rollouts.
 Each reuses a run of the ``variants`` suite (tests/conftest.py): entry 1 loads ``slow_update``
 (every policy-loss evaluation slower) and ``pg_loss_x2@4`` (the loss doubled at step 4 only)
 into verl; entry 4 runs the live-rollout scenario with every reward halved where verl scores.
-An unchanged run beside a busy process is in tests/e2e/test_notebooks_live.py (papermill).
+A night beside a busy process is in tests/e2e/test_nights.py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROLLOUT_FAULT, CliRun, SuiteRun
+from tests.conftest import ROLLOUT_FAULT, SuiteRun
+from tests.e2e.rows import baseline_rows, timings_judged_here
 from tests.report import report_assertions as ra
 
 pytestmark = pytest.mark.verl
@@ -25,18 +26,6 @@ ROLLOUT_SIDE = ("timing_s/gen", "response_length/mean", "critic/score/mean",
 
 def rows_of(variants: SuiteRun, entry: str) -> dict[str, dict[str, Any]]:
     return baseline_rows(variants.entry(entry))
-
-
-def baseline_rows(run: CliRun) -> dict[str, dict[str, Any]]:
-    return {r["metric"]: r for r in run.json("checks.json")["rows"] if r["kind"] == "baseline"}
-
-
-def timings_judged_here(row: dict[str, Any]) -> None:
-    """Skip what is left of a test when this machine's timings were set aside: on another CPU,
-    a host busy with other VMs or a busier machine than the baseline's, a timing cannot be
-    judged (the row says why), so it can neither pass nor fail here."""
-    if row["status"] == "not_comparable" and "replayed" not in row["message"]:
-        pytest.skip(f"{row['metric']}: timings not comparable on this machine: {row['message']}")
 
 
 def test_the_live_smoke_entry_passes_with_its_rollout_side_compared(smoke: SuiteRun) -> None:
