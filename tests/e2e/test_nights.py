@@ -43,10 +43,20 @@ def _ledger(root: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _unlike_machines(done: CliRun) -> None:
+    """Skip what is left when propose left nights out for their machines (the bless rule: runs
+    measured on unlike machines would widen every timing band), which a shared CI host can
+    cause; the refusal names them."""
+    if done.exit_code == 2 and "measured on" in done.output:
+        pytest.skip(f"nights measured on unlike machines here: {done.output.strip()[-300:]}")
+
+
 def test_propose_is_refused_with_two_green_nights_and_says_why(nights: Nights) -> None:
     done = nights.refused_proposal
     assert done.exit_code == 2, done.output[-3000:]
-    assert "2 green run" in done.output and "needed to propose" in done.output
+    found = re.search(r"(\d+) green runs? with these settings", done.output)
+    assert found is not None and int(found.group(1)) <= 2, done.output
+    assert "at least 3 needed to propose" in done.output
 
 
 def test_a_tuning_change_that_doubles_throughput_is_improved_and_exits_0(nights: Nights) -> None:
@@ -93,10 +103,16 @@ def test_the_red_night_names_its_last_green_night_and_what_changed(
         nights: Nights, verl_history: VerlHistory) -> None:
     assert nights.regressed.run_dir is not None and nights.improved.run_dir is not None
     report = (nights.regressed.run_dir / "report.html").read_text()
-    assert nights.improved.run_dir.name in report  # the last green night
-    assert f"0.9.1 -&gt; {BUMPED}" in report or f"0.9.1 -> {BUMPED}" in report  # verl's version
-    assert verl_history.bad[:12] in report and verl_history.commits[1][:12] in report
-    assert "use_torch_compile" in report  # the tuning the green night had
+    assert f'data-last-green="{nights.improved.run_dir.name}"' in report
+    changes = dict(re.findall(r'<tr data-change="(\w+)"><td>([^<]*)</td>', report))
+    rows = re.findall(r'<tr data-change="\w+"><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td>',
+                      report)
+    assert ("verl", "0.9.1", BUMPED) in rows, rows  # a changed package version
+    verl = next(r for r in rows if r[0] == "verl commit")
+    assert verl_history.commits[1].startswith(verl[1][:7]) and verl_history.bad.startswith(
+        verl[2][:7]), verl
+    assert any("use_torch_compile" in name for name, _, _ in rows), rows  # the green's tuning
+    assert set(changes) >= {"package", "commit", "tuning"}, changes
 
 
 def test_the_ledger_holds_the_nights_and_no_fault_run(
@@ -120,6 +136,7 @@ def test_propose_blesses_the_green_nights_and_its_review_lists_the_change(
     root = Path(session_env["WORKBOOK_RUNS"])
     done = workbook_cli(["baseline", "propose", GSPO_NAME, "--runs-root", str(root)],
                         session_env, timeout=600)
+    _unlike_machines(done)
     assert done.exit_code == 0, done.output[-3000:]
     (review,) = root.glob(f"proposals/{GSPO_NAME}.cpu/*/review.html")
     page = review.read_text()
@@ -157,8 +174,13 @@ def test_a_night_whose_console_log_lost_its_steps_is_judged_from_the_file_logger
     (copy / "run.log").write_text("")  # the runner lost the log after the run finished
     judged = workbook_cli(["check", str(copy)], session_env, timeout=300)
     assert judged.exit_code == 0, judged.output[-3000:]
-    source = json.loads((copy / "checks.json").read_text())
-    assert "file logger" in json.dumps(source.get("diagnosis", source)), source.keys()
+    source = json.loads((copy / "checks.json").read_text())["diagnosis"]["metrics_source"]
+    assert source["chosen"] == "jsonl" and source["steps"]["console"] == 0, source
+    report = workbook_cli(["report", str(copy)], session_env, timeout=300)
+    assert report.exit_code == 0, report.output[-3000:]
+    assert "verl&#39;s file logger (console log held 0 of 4 steps)" in (
+        copy / "report.html").read_text() or "verl's file logger (console log held 0 of 4" in (
+        copy / "report.html").read_text()
     (copy / "metrics.jsonl").unlink()  # and now nothing holds a step
     empty = workbook_cli(["check", str(copy)], session_env, timeout=300)
     assert empty.exit_code == 3, empty.output[-3000:]
