@@ -19,14 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from junitparser import Error, Failure, JUnitXml, Skipped, SystemOut, TestCase, TestSuite
 
-from workbook.checks.aligned_runs import Alignment
 from workbook.checks.rows import ERROR, FAIL, IMPROVED, SUSPECT
 from workbook.checks.verdict import Verdict
 from workbook.core.layout import write_redacted
 from workbook.core.status import Verdict as Word
+
+if TYPE_CHECKING:  # at run time it would import scipy into every command (workbook check's too)
+    from workbook.checks.aligned_runs import Alignment
 
 
 def verdict_suite(verdict: Verdict, name: str, *, time_s: float | None = None,
