@@ -73,7 +73,7 @@ def night_from_ledger(runs_root: Path, scenario: str, profile: str, bad: str) ->
                      if e.red and str(e.commits.get("verl") or "").startswith(bad)),
                     key=lambda e: e.sort_key, reverse=True)
     for entry in nights:
-        path = Path(entry.path) if Path(entry.path).is_absolute() else Path(runs_root) / entry.path
+        path = entry.run_dir(runs_root)
         category = diagnosis_category(path) if entry.verdict == "failed" else None
         if category == INFRASTRUCTURE:
             continue

@@ -145,7 +145,7 @@ def run_propose(args: argparse.Namespace) -> int:
     ledger = read_ledger(root, name, hardware)
     chosen = proposal.select_sources(ledger, settings_of(resolved), args.last)
     out = args.out or proposal_dir(root, name, hardware)
-    dirs = [_night_dir(root, e.path) for e in chosen.sources]
+    dirs = [e.run_dir(root) for e in chosen.sources]
     candidate = bless(dirs, out / blessed_path.name, spec=spec, hardware=hardware, scenario=name)
     rejudged = proposal.rejudge(proposal.red_since(ledger, blessed), root, out / blessed_path.name,
                                 (resolved, path.parent))
@@ -177,10 +177,6 @@ def run_propose(args: argparse.Namespace) -> int:
 def _scenario_path(given: str) -> str:
     """A bare scenario name is its params file."""
     return given if given.endswith((".yaml", ".yml")) or "/" in given else f"{given}.yaml"
-
-
-def _night_dir(root: Path, path: str) -> Path:
-    return Path(path) if Path(path).is_absolute() else root / path
 
 
 def _summary(baseline: Baseline) -> None:

@@ -103,6 +103,12 @@ class Entry:
         """Which ledger the entry is in: its scenario and hardware."""
         return (self.scenario, self.hardware)
 
+    def run_dir(self, runs_root: Path) -> Path:
+        """The night's run directory: ``path`` is kept relative to the runs root it is in, so a
+        runs root moved or published whole keeps its entries."""
+        path = Path(self.path)
+        return path if path.is_absolute() else Path(runs_root) / path
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -258,8 +258,7 @@ def rejudge(nights: Sequence[Entry], runs_root: Path, candidate: Path,
     checks.json is not touched); a night whose directory is gone or unreadable says so."""
     found = []
     for entry in nights:
-        path = Path(entry.path)
-        path = path if path.is_absolute() else Path(runs_root) / path
+        path = entry.run_dir(runs_root)
         try:
             verdict, _ = check_path(path, baseline=candidate, scenario=scenario)
         except BaselineError:

@@ -341,12 +341,7 @@ def _nightly(ledgers: dict[tuple[str, str], list[Entry]], runs_root: Path, base:
 
 def _nights(ledgers: dict[tuple[str, str], list[Entry]], runs_root: Path) -> dict[str, Entry]:
     """Every ledger entry by its run directory (resolved), as the trend charts look them up."""
-    return {_resolved(_run_path(e, runs_root)): e for entries in ledgers.values() for e in entries}
-
-
-def _run_path(entry: Entry, runs_root: Path) -> Path:
-    path = Path(entry.path)
-    return path if path.is_absolute() else Path(runs_root) / path
+    return {_resolved(e.run_dir(runs_root)): e for entries in ledgers.values() for e in entries}
 
 
 def _resolved(path: str | Path) -> str:

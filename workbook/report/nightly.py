@@ -101,8 +101,7 @@ def nightly_html(rows: Sequence[NightlyRow]) -> str:
 
 def _row(seen: Overview, runs_root: Path, link: Link) -> NightlyRow:
     def night(entry: Entry) -> NightLink:
-        target = Path(entry.path)
-        report = (target if target.is_absolute() else runs_root / target) / RUN_FILES["report"]
+        report = entry.run_dir(runs_root) / RUN_FILES["report"]
         return NightLink(entry.run_id, date_text(entry.date) if entry.date else entry.run_id,
                          link(report))
 

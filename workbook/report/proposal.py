@@ -122,19 +122,15 @@ def review(*, scenario: str, hardware: str, candidate: Baseline, blessed: Baseli
            selection: Selection, rejudged: Sequence[Rejudged], runs_root: Path,
            page_dir: Path, spec: CheckSpec) -> Review:
     """The page's data; links to each night's report are relative to ``page_dir``."""
-    def run_dir(entry: Entry) -> Path:
-        path = Path(entry.path)
-        return path if path.is_absolute() else Path(runs_root) / path
-
     def href(entry: Entry) -> str | None:
-        report = run_dir(entry) / RUN_FILES["report"]
+        report = entry.run_dir(runs_root) / RUN_FILES["report"]
         if not report.is_file():
             return None
         return Path(os.path.relpath(report.resolve(), Path(page_dir).resolve())).as_posix()
 
     sources = selection.sources
     ids = tuple(str(i) for i in candidate.provenance.get("run_ids") or [e.run_id for e in sources])
-    curves = [(_day(e), read_metrics(run_dir(e), quick=True)) for e in sources]
+    curves = [(_day(e), read_metrics(e.run_dir(runs_root), quick=True)) for e in sources]
     return Review(
         scenario=scenario, hardware=hardware, candidate=str(candidate.path),
         blessed=str(blessed.path), next_step=next_step,

@@ -546,8 +546,7 @@ def _runs_root(v: RunView) -> Path:
 
 def _report_link(run_dir: Path, root: Path, green: Entry) -> str | None:
     """The green night's report relative to this run's, when it is a file of this runs root."""
-    target = Path(green.path)
-    report = (target if target.is_absolute() else root / target) / RUN_FILES["report"]
+    report = green.run_dir(root) / RUN_FILES["report"]
     if report.is_symlink() or not report.is_file():
         return None
     if Path(root).resolve() not in report.resolve().parents:
