@@ -15,7 +15,6 @@ from __future__ import annotations
 import html
 import json
 import math
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -29,13 +28,13 @@ from workbook.core.layout import (
     ALIGNMENT_FILE,
     ALIGNMENT_PAGE,
     ALIGNMENTS_DIR,
-    RUN_FILES,
     default_root,
     new_run_id,
     write_json,
 )
 from workbook.errors import InputError
 from workbook.plots.alignment import aligned_curves
+from workbook.report.links import report_href
 from workbook.report.palette import differs_style, warning_style
 from workbook.report.sections import Figure, Section, encoded
 from workbook.report.template import environment
@@ -239,15 +238,8 @@ def runs(value: Any) -> AlignmentSection[Runs]:
             x, y = _text(left.get(name)), _text(right.get(name))
             rows.append(FactLine(group, name, x, y, x != y))
     return AlignmentSection("alignment-runs", Runs(
-        a, b, _report_link(a, record.folder), _report_link(b, record.folder), tuple(rows),
+        a, b, report_href(a.path, record.folder), report_href(b.path, record.folder), tuple(rows),
         sum(r.differs for r in rows), differs_style()))
-
-
-def _report_link(side: RunSide, folder: Path) -> str | None:
-    report = Path(side.path) / RUN_FILES["report"]
-    if not report.is_file():
-        return None
-    return Path(os.path.relpath(report.resolve(), Path(folder).resolve())).as_posix()
 
 
 def _text(value: Any) -> str:

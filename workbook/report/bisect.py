@@ -10,15 +10,14 @@ page), and every candidate commit with its state. Self-contained and redacted li
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from workbook.core.layout import RUN_FILES, RunDir, write_atomic
+from workbook.core.layout import RunDir, write_atomic
 from workbook.core.quoting import cut
+from workbook.report.links import report_href
 from workbook.report.page import page
 from workbook.report.template import environment
 
@@ -159,14 +158,8 @@ def _failing(run_dir: Any) -> tuple[str, ...]:
 
 
 def _report_href(run_dir: Any, directory: Path) -> str | None:
-    """The run's report relative to the page (percent-encoded), None when it has none."""
-    if not run_dir:
-        return None
-    report = Path(str(run_dir)) / RUN_FILES["report"]
-    if report.is_symlink() or not report.is_file():
-        return None
-    relative = os.path.relpath(report.resolve(), Path(directory).resolve())
-    return quote(Path(relative).as_posix(), safe="/")
+    """The run's report relative to the page, None when the step recorded no run."""
+    return report_href(str(run_dir), directory) if run_dir else None
 
 
 def _mapping(value: Any) -> dict[str, Any]:

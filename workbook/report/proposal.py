@@ -14,7 +14,6 @@ the candidate would have passed it.
 from __future__ import annotations
 
 import math
-import os
 from base64 import b64encode
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from workbook.checks.baseline import Baseline, BaselineMetric
 from workbook.checks.comparison import expected_bands
 from workbook.checks.reductions import WINDOWED
 from workbook.checks.spec import CheckSpec, MetricPolicy
-from workbook.core.layout import RUN_FILES, write_atomic
+from workbook.core.layout import write_atomic
 from workbook.history.changes import Change
 from workbook.history.ledger import Entry
 from workbook.history.proposal import MetricChange, Rejudged, Selection
@@ -34,6 +33,7 @@ from workbook.metrics.model import RunMetrics
 from workbook.plots.catalog import unit_of
 from workbook.plots.compared import Band, StepRange
 from workbook.plots.review import review_chart
+from workbook.report.links import report_href
 from workbook.report.page import page
 from workbook.report.template import environment
 from workbook.report.view import date_text, read_metrics
@@ -123,10 +123,7 @@ def review(*, scenario: str, hardware: str, candidate: Baseline, blessed: Baseli
            page_dir: Path, spec: CheckSpec) -> Review:
     """The page's data; links to each night's report are relative to ``page_dir``."""
     def href(entry: Entry) -> str | None:
-        report = entry.run_dir(runs_root) / RUN_FILES["report"]
-        if not report.is_file():
-            return None
-        return Path(os.path.relpath(report.resolve(), Path(page_dir).resolve())).as_posix()
+        return report_href(entry.run_dir(runs_root), page_dir)
 
     sources = selection.sources
     ids = tuple(str(i) for i in candidate.provenance.get("run_ids") or [e.run_id for e in sources])
