@@ -27,10 +27,7 @@ def diagnosis_category(run_dir: Path | str | None) -> str | None:
         return None
     rd = RunDir(Path(run_dir))
     for key in ("checks", "run"):
-        try:
-            diagnosis = rd.read_json(key).get("diagnosis")
-        except (OSError, ValueError, AttributeError):
-            continue
+        diagnosis = rd.json_object(key).get("diagnosis")
         if isinstance(diagnosis, dict) and diagnosis.get("category"):
             return str(diagnosis["category"])
     return None
@@ -59,10 +56,7 @@ def night_of_run(run_dir: Path, *, source: str = "--bad-run") -> BadNight:
 
 def verl_commit_of(run_dir: Path) -> str:
     """The verl commit a run recorded ('' when none)."""
-    try:
-        commits = RunDir(Path(run_dir)).read_json("run").get("commits")
-    except (OSError, ValueError, AttributeError):
-        return ""
+    commits = RunDir(Path(run_dir)).json_object("run").get("commits")
     return str(commits.get("verl") or "") if isinstance(commits, dict) else ""
 
 

@@ -35,7 +35,7 @@ from workbook.checks.evidence import Evidence, gather, params_dir_for
 from workbook.checks.health import health_rows
 from workbook.checks.reductions import WINDOWED, ReductionError, reduce_series, window_text
 from workbook.checks.spec import CheckSpec, MetricPolicy, parse_checks
-from workbook.core.layout import RUN_FILES
+from workbook.core.layout import RUN_FILES, read_json_object
 from workbook.errors import BaselineError, ParamsError
 from workbook.metrics.model import RunMetrics
 from workbook.params.settings import differences, environment_of, tuning_of
@@ -277,12 +277,7 @@ def runs_differ(run_ids: list[str], facts: list[dict[str, dict[str, Any]]]
 
 def _run_image(path: Path, run: dict[str, Any]) -> dict[str, Any] | None:
     """The image a run ran in (``provenance.image_of``), its command's environment consulted."""
-    file = path / RUN_FILES["command_json"]
-    try:
-        command = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
-    except (OSError, ValueError):
-        command = {}
-    env = command.get("env") if isinstance(command, dict) else None
+    env = read_json_object(path / RUN_FILES["command_json"]).get("env")
     return image_of(run, env if isinstance(env, dict) else None)
 
 

@@ -39,6 +39,7 @@ from workbook.core.layout import (
     SWEEP_FILE,
     SWEEPS_DIR,
     is_run_dir,
+    read_json_object,
     write_atomic,
 )
 from workbook.core.redaction import dump_json
@@ -143,8 +144,8 @@ def entry_of(run_dir: Path, runs_root: Path, *, verdict: str | None = None,
     (it is being closed): then the file's as it is.
     """
     run_dir = Path(run_dir)
-    run = _json(run_dir / RUN_FILES["run"])
-    checks = _json(run_dir / RUN_FILES["checks"])
+    run = read_json_object(run_dir / RUN_FILES["run"])
+    checks = read_json_object(run_dir / RUN_FILES["checks"])
     judged = _mapping(checks.get("verdict")) or _mapping(run.get("verdict"))
     verdict = str(verdict or judged.get("status") or "")
     if verdict not in VERDICTS:
@@ -162,7 +163,7 @@ def entry_of(run_dir: Path, runs_root: Path, *, verdict: str | None = None,
         night=_night(run_dir, runs_root),
         versions=_versions(run),
         commits={k: str(v) for k, v in _mapping(run.get("commits")).items() if v},
-        image=image_of(run, _mapping(_json(run_dir / RUN_FILES["command_json"]).get("env"))),
+        image=image_of(run, _mapping(read_json_object(run_dir / RUN_FILES["command_json"]).get("env"))),
         host=str(run["host"]) if run.get("host") else None,
         hardware_key=key,
         settings=settings,
@@ -182,10 +183,10 @@ def counts(run_dir: Path, runs_root: Path) -> bool:
     run_dir = Path(run_dir)
     if _in_sweep(run_dir, runs_root) or _in_bisect(run_dir, runs_root):
         return False
-    env = _json(run_dir / RUN_FILES["command_json"]).get("env")
+    env = read_json_object(run_dir / RUN_FILES["command_json"]).get("env")
     if isinstance(env, dict) and str(env.get(FAULT_ENV) or "").strip():
         return False
-    overrides = _json(run_dir / RUN_FILES["run"]).get("overrides")
+    overrides = read_json_object(run_dir / RUN_FILES["run"]).get("overrides")
     prefix = f"env.{FAULT_ENV}="
     loaded = [str(o)[len(prefix):] for o in overrides if str(o).startswith(prefix)] if isinstance(
         overrides, list) else []
@@ -362,18 +363,6 @@ def _locked(path: Path) -> Iterator[None]:
 def _mapping(value: Any) -> dict[str, Any]:
     """A JSON object as it is, anything else as {} (a run.json written by hand may hold a list)."""
     return value if isinstance(value, dict) else {}
-
-
-def _json(path: Path) -> dict[str, Any]:
-    """A run file's JSON object, {} when it is missing, not a regular file (a FIFO would block)
-    or not one."""
-    if not Path(path).is_file():
-        return {}
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _params(run_dir: Path) -> dict[str, Any] | None:

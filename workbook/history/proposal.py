@@ -15,7 +15,6 @@ judged again against the candidate, in process, by the judging ``workbook check`
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -28,7 +27,7 @@ from workbook.checks.baseline import Baseline
 from workbook.checks.conditions import BUSIER, OTHER_CPU, SLOWER, STOLEN, Unlike, unlike_runs
 from workbook.checks.runner import check_path
 from workbook.core.clock import utc_time
-from workbook.core.layout import PROPOSAL_FILE, PROPOSAL_PAGE, proposals_of
+from workbook.core.layout import PROPOSAL_FILE, PROPOSAL_PAGE, proposals_of, read_json_object
 from workbook.core.status import Verdict as Word
 from workbook.errors import BaselineError, WorkbookError
 from workbook.history.changes import Change, changes_since
@@ -323,7 +322,7 @@ def recorded_proposals(runs_root: Path, scenario: str, hardware: str) -> list[Re
     except OSError:
         return []
     for path in folders:
-        data = _record(path / PROPOSAL_FILE)
+        data = read_json_object(path / PROPOSAL_FILE)
         blessed = data.get("blessed")
         if not data or not isinstance(blessed, Mapping):
             continue
@@ -332,16 +331,6 @@ def recorded_proposals(runs_root: Path, scenario: str, hardware: str) -> list[Re
         found.append(Recorded(path, str(data.get("created") or ""),
                               str(sha) if sha else None, review if review.is_file() else None))
     return sorted(found, key=lambda r: (utc_time(r.created) or _EPOCH, r.folder.name), reverse=True)
-
-
-def _record(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)

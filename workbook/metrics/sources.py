@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from workbook.core.layout import RUN_FILES, file_signature
+from workbook.core.layout import RUN_FILES, file_signature, read_json_object
 from workbook.metrics.model import MetricsSource, RunMetrics
 
 JSONL, TENSORBOARD, CONSOLE = "jsonl", "tensorboard", "console"
@@ -124,14 +124,7 @@ def combine(parts: Mapping[str, RunMetrics], notes: Sequence[str] = ()) -> RunMe
 def _command_env(folder: Path) -> dict[str, str]:
     """The environment the run's command was given (``command.json``; {} without one, or
     when it is not a regular file: a FIFO is never opened)."""
-    path = Path(folder) / RUN_FILES["command_json"]
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    env = data.get("env") if isinstance(data, dict) else None
+    env = read_json_object(Path(folder) / RUN_FILES["command_json"]).get("env")
     return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
 
 

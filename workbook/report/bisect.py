@@ -149,10 +149,7 @@ def _failing(run_dir: Any) -> tuple[str, ...]:
     """The checks the run failed (checks.json rows that failed or could not be computed)."""
     if not run_dir:
         return ()
-    try:
-        rows = RunDir(Path(str(run_dir))).read_json("checks").get("rows") or []
-    except (OSError, ValueError, AttributeError):
-        return ()
+    rows = RunDir(Path(str(run_dir))).json_object("checks").get("rows") or []
     return tuple(cut(f"{r.get('name')}: {r.get('message') or r.get('status')}", 160)
                  for r in rows if isinstance(r, dict) and r.get("status") in FAILING)
 
