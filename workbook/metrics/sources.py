@@ -21,13 +21,11 @@ float32); the most complete source names them (:func:`combine`, recorded as
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
+from workbook.core.clock import utc_time
 from workbook.core.layout import RUN_FILES, file_signature, read_json_object
 from workbook.metrics.model import MetricsSource, RunMetrics
 
@@ -130,14 +128,8 @@ def _command_env(folder: Path) -> dict[str, str]:
 
 def _started(folder: Path) -> float | None:
     """When the run started (run.json's ``started_at``) as a POSIX time, None if unknown."""
-    path = Path(folder) / RUN_FILES["run"]
-    if not path.is_file():
-        return None
-    try:
-        record: Any = json.loads(path.read_text(encoding="utf-8"))
-        return datetime.fromisoformat(str(record["started_at"]).replace("Z", "+00:00")).timestamp()
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
+    started = utc_time(str(read_json_object(Path(folder) / RUN_FILES["run"]).get("started_at") or ""))
+    return started.timestamp() if started else None
 
 
 def _resolved(folder: Path, named: str) -> Path:

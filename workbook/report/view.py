@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from workbook.core.clock import utc_time
 from workbook.core.layout import RUN_FILES, file_signature, read_json_object
 from workbook.core.redaction import LineRedactor, form_of, redact_document, redact_mapping
 from workbook.core.status import FAILED_STATUSES, VERDICTS, RunStatus, Shown, Verdict
@@ -162,10 +162,10 @@ def duration_text(seconds: Any) -> str:
 
 
 def date_text(iso: str) -> str:
-    try:
-        return datetime.fromisoformat(iso.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M UTC")
-    except ValueError:
-        return iso or "unknown"
+    """A recorded time as a page shows it, in UTC to the minute; the text as it is when it is
+    not a time."""
+    when = utc_time(iso)
+    return when.strftime("%Y-%m-%d %H:%M UTC") if when else iso or "unknown"
 
 
 def _verdict_of(source: Any, reason: str) -> tuple[str, str]:
