@@ -32,6 +32,7 @@ from workbook.core.layout import (
     new_run_id,
     write_json,
 )
+from workbook.core.quoting import value_text
 from workbook.errors import InputError
 from workbook.plots.alignment import aligned_curves
 from workbook.report.links import report_href
@@ -235,15 +236,11 @@ def runs(value: Any) -> AlignmentSection[Runs]:
         for name in sorted(set(left) | set(right)):
             if left.get(name) is None and right.get(name) is None:
                 continue  # recorded by neither run
-            x, y = _text(left.get(name)), _text(right.get(name))
+            x, y = value_text(left.get(name), "-"), value_text(right.get(name), "-")
             rows.append(FactLine(group, name, x, y, x != y))
     return AlignmentSection("alignment-runs", Runs(
         a, b, report_href(a.path, record.folder), report_href(b.path, record.folder), tuple(rows),
         sum(r.differs for r in rows), differs_style()))
-
-
-def _text(value: Any) -> str:
-    return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _pct(value: float | None) -> str:

@@ -26,6 +26,7 @@ from workbook.checks.comparison import expected_bands
 from workbook.checks.reductions import WINDOWED
 from workbook.checks.spec import CheckSpec, MetricPolicy
 from workbook.core.layout import write_atomic
+from workbook.core.quoting import value_text
 from workbook.history.changes import Change
 from workbook.history.ledger import Entry
 from workbook.history.proposal import MetricChange, Rejudged, Selection
@@ -203,14 +204,8 @@ def _differ(recorded: Any, ids: tuple[str, ...]) -> list[DifferLine]:
         if not isinstance(values, Mapping):
             continue
         lines.append(DifferLine(str(item.get("kind") or ""), str(item.get("name") or ""),
-                                tuple(_value(values.get(i)) for i in ids)))
+                                tuple(value_text(values.get(i), "none") for i in ids)))
     return lines
-
-
-def _value(value: Any) -> str:
-    if value is None:
-        return "none"
-    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _day(entry: Entry) -> str:
