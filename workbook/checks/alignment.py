@@ -67,6 +67,19 @@ def percent(value: object, where: str) -> float:
     return number
 
 
+def percent_text(error: float | None) -> str:
+    """An error in % as the terminal and the page show it: ``-`` when none was computed,
+    ``undefined`` where run A gave no scale (see the module docstring)."""
+    if error is None:
+        return "-"
+    return f"{error:.3g} %" if math.isfinite(error) else "undefined"
+
+
+def threshold_text(threshold: float | None) -> str:
+    """A metric's threshold as a table shows it (``-``: reported without one)."""
+    return "-" if threshold is None else f"{threshold:g} %"
+
+
 def positive(value: object, where: str) -> float:
     """A ratio: a finite number > 0."""
     number = percent(value, where)

@@ -11,7 +11,6 @@ or was stopped.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -166,12 +165,13 @@ def aligned(args: argparse.Namespace, run_a: Path, run_b: Path,
 
 def show(record: Record) -> None:
     """The verdict, the warnings and one row per metric, on stdout."""
+    from workbook.checks.alignment import percent_text, threshold_text  # scipy: here only
     from workbook.cli.terminal import show as print_all
     from workbook.cli.terminal import table, verdict_line
 
     a = record.alignment
-    rows = [(m.metric, "-" if m.threshold is None else f"{m.threshold:g} %", _pct(m.mae),
-             _pct(m.max_error), m.first_beyond or "-", m.status) for m in a.metrics]
+    rows = [(m.metric, threshold_text(m.threshold), percent_text(m.mae),
+             percent_text(m.max_error), m.first_beyond or "-", m.status) for m in a.metrics]
     ratio = a.throughput.ratio
     print_all(table(f"{a.b.label} against {a.a.label}",
                     ("metric", "threshold", "mean error", "largest", "first step beyond",
@@ -181,12 +181,6 @@ def show(record: Record) -> None:
               *(f"warning: {w}" for w in a.judgement.warnings),
               verdict_line(a.status, a.judgement.reason))
     sys.stdout.flush()
-
-
-def _pct(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.3g} %" if math.isfinite(value) else "undefined"
 
 
 def _steps(steps: Sequence[int]) -> str:

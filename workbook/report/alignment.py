@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -22,7 +21,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from workbook.checks.aligned_runs import Alignment, RunSide, align_runs
-from workbook.checks.alignment import BEYOND, MISSING, REPORTED, THROUGHPUT, UNDEFINED, WITHIN
+from workbook.checks.alignment import (
+    BEYOND,
+    MISSING,
+    REPORTED,
+    THROUGHPUT,
+    UNDEFINED,
+    WITHIN,
+    percent_text,
+    threshold_text,
+)
 from workbook.checks.evidence import read_run
 from workbook.core.layout import (
     ALIGNMENT_FILE,
@@ -200,8 +208,8 @@ def table(value: Any) -> AlignmentSection[Metrics]:
     for m in a.metrics:
         test = m.paired
         rows.append(MetricLine(
-            m.metric, "-" if m.threshold is None else f"{m.threshold:g} %", _pct(m.mae),
-            _pct(m.max_error), "-" if m.first_beyond is None else str(m.first_beyond),
+            m.metric, threshold_text(m.threshold), percent_text(m.mae), percent_text(m.max_error),
+            "-" if m.first_beyond is None else str(m.first_beyond),
             len(m.steps), m.status, SHOWN[m.status],
             "-" if test is None or test.p is None else
             f"p = {test.p:.2g}; B above A at {test.above} of {test.steps} steps, below at {test.below}",
@@ -241,12 +249,6 @@ def runs(value: Any) -> AlignmentSection[Runs]:
     return AlignmentSection("alignment-runs", Runs(
         a, b, report_href(a.path, record.folder), report_href(b.path, record.folder), tuple(rows),
         sum(r.differs for r in rows), differs_style()))
-
-
-def _pct(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return "undefined" if not math.isfinite(value) else f"{value:.3g} %"
 
 
 def _number(value: float | None) -> str:
