@@ -42,6 +42,7 @@ from workbook.plots.trends import ChangeMark, change_marks, trend_chart
 from workbook.report import links
 from workbook.report.nightly import nightly_html, nightly_rows
 from workbook.report.page import page
+from workbook.report.palette import ALIGNMENT_VERDICTS
 from workbook.report.summary import HEADLINES, RunSummary, RunTree, scan, summarize
 from workbook.report.view import date_text, duration_text
 
@@ -241,9 +242,9 @@ def _bisect_line(record: dict[str, Any]) -> tuple[str, str]:
 
 ALIGNMENTS = Listed("Alignments", "alignment", ALIGNMENT_PAGE, ALIGNMENT_FILE, _alignment_line)
 BISECTS = Listed("Bisects", "bisect", BISECT_PAGE, BISECT_FILE, _bisect_line)
-# a status word's badge colour: an aligned pair or a found commit reads green, the others red
-_BADGES = {"aligned": "passed", "not aligned": "regressed", "found": "passed",
-           "running": "unknown", "stopped": "stopped"}
+# a status word's badge colour: an aligned pair (as its page's banner) or a found commit reads
+# green, the others red
+_BADGES = {**ALIGNMENT_VERDICTS, "found": "passed", "running": "unknown", "stopped": "stopped"}
 
 
 def _listed(tree: RunTree, runs_root: Path, base: Path, kind: Listed) -> str:
