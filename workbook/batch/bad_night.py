@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbook.batch.bisect_state import BadNight
-from workbook.batch.bisection import BAD_VERDICTS
 from workbook.core.layout import RunDir, is_run_dir
 from workbook.core.quoting import cut
+from workbook.core.status import RED
 from workbook.errors import InputError
 from workbook.history.ledger import read_ledger
 from workbook.metrics.failures import INFRASTRUCTURE
@@ -44,7 +44,7 @@ def night_of_run(run_dir: Path, *, source: str = "--bad-run") -> BadNight:
     except (OSError, ValueError) as exc:
         raise InputError(f"{source} {rd.path}: its verdict cannot be read: {exc}") from None
     status = str(verdict.get("status") or "")
-    if status not in BAD_VERDICTS:
+    if status not in RED:
         raise InputError(f"{source} {rd.path}: its verdict is {status or 'missing'}, not "
                          "regressed or failed: nothing to bisect")
     category = diagnosis_category(rd.path) if status == "failed" else None

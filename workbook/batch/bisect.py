@@ -35,7 +35,6 @@ from workbook.batch.bisect_state import (
     read_state,
 )
 from workbook.batch.bisection import (
-    BAD_VERDICTS,
     GREEN_VERDICTS,
     Decision,
     Outcome,
@@ -54,7 +53,7 @@ from workbook.core.layout import (
     bisect_dir,
     now_iso,
 )
-from workbook.core.status import FINISHED_VERDICTS, Verdict
+from workbook.core.status import FINISHED_VERDICTS, RED, Verdict
 from workbook.errors import InputError, LaunchError
 from workbook.metrics.failures import INFRASTRUCTURE
 
@@ -275,7 +274,7 @@ class Bisect:
             record.about["why"] = f"{verdict}: the bad commit is green here"
             return self._end("green", f"the bad commit {sha} {verdict} when run here: nothing "
                              "to bisect (was the red night's failure the machine's?)")
-        if verdict not in BAD_VERDICTS or (verdict == Verdict.FAILED.value
+        if verdict not in RED or (verdict == Verdict.FAILED.value
                                            and category in (None, INFRASTRUCTURE)):
             record.about["why"] = "its failure says nothing of verl: run the bisect again to retry"
             why = "on the infrastructure" if category == INFRASTRUCTURE else "without a diagnosis"

@@ -44,7 +44,7 @@ from workbook.core.layout import (
 )
 from workbook.core.redaction import dump_json
 from workbook.core.serialization import load_yaml
-from workbook.core.status import VERDICTS, Verdict
+from workbook.core.status import RED, VERDICTS, Verdict
 from workbook.errors import WorkbookError
 from workbook.params.settings import environment_of, settings_of, tuning_of
 from workbook.provenance import hardware_key, image_of
@@ -53,7 +53,6 @@ LEDGER_DIR = "ledger"
 LOCK_FILE = ".lock"
 FAULT_ENV = "WORKBOOK_FAULT"  # benchmarks/faults: a planted fault the run is meant to show
 GREEN = (Verdict.PASSED.value, Verdict.IMPROVED.value)
-RED = (Verdict.REGRESSED.value, Verdict.FAILED.value)
 SINGLE = "single run"  # an entry's ``night`` when no suite ran it
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 

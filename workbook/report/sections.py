@@ -24,10 +24,10 @@ from typing import Any, Generic, TypeVar
 from workbook import provenance
 from workbook.checks.baseline_rules import BLESSED, IMPORTED
 from workbook.core.layout import RUN_FILES
-from workbook.core.status import Verdict
+from workbook.core.status import RED, Verdict
 from workbook.history.bisect_hint import BisectHint, hint_for
 from workbook.history.changes import changes_since
-from workbook.history.ledger import RED, Entry, entry_of, last_green, read_ledger
+from workbook.history.ledger import Entry, entry_of, last_green, read_ledger
 from workbook.plots.compared import compared_band, compared_bands
 from workbook.plots.panels import Panel, build_panels, regression_panel
 from workbook.report.cache import kept
