@@ -33,9 +33,10 @@ def diagnosis_category(run_dir: Path | str | None) -> str | None:
     return None
 
 
-def night_of_run(run_dir: Path, *, source: str = "--bad-run") -> BadNight:
-    """The bad verdict of the run directory ``run_dir``; InputError when it is none (not a
-    run, not judged, green, or failed on the infrastructure)."""
+def night_of_run(run_dir: Path) -> BadNight:
+    """The bad verdict of the run directory ``--bad-run`` names; InputError when it is none
+    (not a run, not judged, green, or failed on the infrastructure)."""
+    source = "--bad-run"
     rd = RunDir(Path(run_dir).expanduser().resolve())
     if not rd.path.is_dir() or not is_run_dir(rd.path):
         raise InputError(f"{source} {cut(str(run_dir))}: not a run directory (no run.json)")
