@@ -51,7 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbook.batch.bisect import plan_bisect, run_bisect
+    from workbook.batch.bisect import run_bisect
+    from workbook.batch.bisect_plan import plan_bisect
     from workbook.core.project import find_scenario
     from workbook.report.index import write_index
 
