@@ -58,6 +58,7 @@ from workbook.core.layout import (
 from workbook.core.status import FINISHED_VERDICTS, RED, Verdict
 from workbook.errors import InputError, LaunchError
 from workbook.metrics.failures import INFRASTRUCTURE
+from workbook.report.bisect import write_bisect_page
 
 EXIT_CODES = {"found": 0, "green": 2}  # every other end (ambiguous, stopped, failed) is 3
 SHA_SHOWN = 12  # worktree folders: short enough to read, long enough never to clash
@@ -276,8 +277,6 @@ class Bisect:
 
     def save(self) -> Path | None:
         """bisect.json, then the page from it; the page's path (None when it failed)."""
-        from workbook.report.bisect import write_bisect_page
-
         self.batch.save()
         try:
             return write_bisect_page(self.plan.directory / BISECT_PAGE,

@@ -16,8 +16,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workbook.checks.junit import alignment_suite, write_junit
+from workbook.cli.scenario import launch, validated
+from workbook.cli.terminal import show as print_all
+from workbook.cli.terminal import table, verdict_line
 from workbook.core.layout import ERROR_LOG, ROLLOUTS_DIR, RunDir
-from workbook.errors import EXIT_RUN_FAILED, InputError
+from workbook.core.serialization import load_yaml
+from workbook.errors import EXIT_RUN_FAILED, InputError, WorkbookError
 
 if TYPE_CHECKING:
     from workbook.report.alignment import Record
@@ -68,7 +73,7 @@ def run_command(args: argparse.Namespace,
                 execute: Callable[..., RunResult] | None = None) -> int:
     """Align two runs, or run B on run A's rollouts first (``execute`` stands in for the run's
     :func:`~workbook.run.driver.execute_run` in tests)."""
-    from workbook.checks.alignment import parse_threshold
+    from workbook.checks.alignment import parse_threshold  # scipy: here only
 
     thresholds = dict(parse_threshold(t) for t in args.threshold)
     result = None
@@ -100,8 +105,7 @@ def replay(args: argparse.Namespace, run_a: Path,
     """Run ``args.paths[0]`` replaying run A's rollouts (:func:`dump_of`) the way ``workbook
     run`` does; refused before anything starts when run A has no dump, no metrics, or is of
     another scenario than PARAMS."""
-    from workbook.checks.aligned_runs import evidence_of, scenario_name
-    from workbook.cli.scenario import launch, validated
+    from workbook.checks.aligned_runs import evidence_of, scenario_name  # scipy: here only
 
     reference = evidence_of(run_a, "A")
     dump = dump_of(run_a)
@@ -121,9 +125,6 @@ def dump_of(run_a: Path) -> Path:
     """What run B replays to train on run A's rollouts: the pinned dump run A replayed, when it
     replayed one that is still there (the same rollouts, and the same setting as A's, so B is
     compared with A's baseline too), else the dump run A wrote (``RUN_A/rollouts``)."""
-    from workbook.core.serialization import load_yaml
-    from workbook.errors import WorkbookError
-
     try:
         params = load_yaml(RunDir(run_a.resolve()).file("params"))
     except WorkbookError:
@@ -156,8 +157,6 @@ def aligned(args: argparse.Namespace, run_a: Path, run_b: Path,
     for error in errors:
         print(f"workbook: {error} (traceback in {record.folder / ERROR_LOG})", file=sys.stderr)
     if args.junit:
-        from workbook.checks.junit import alignment_suite, write_junit
-
         write_junit([alignment_suite(record.alignment, page=str(record.page))], args.junit)
     show(record)
     return record, errors
@@ -166,8 +165,6 @@ def aligned(args: argparse.Namespace, run_a: Path, run_b: Path,
 def show(record: Record) -> None:
     """The verdict, the warnings and one row per metric, on stdout."""
     from workbook.checks.alignment import percent_text, threshold_text  # scipy: here only
-    from workbook.cli.terminal import show as print_all
-    from workbook.cli.terminal import table, verdict_line
 
     a = record.alignment
     rows = [(m.metric, threshold_text(m.threshold), percent_text(m.mae),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from workbook.cli import terminal
 from workbook.core.layout import default_root
+from workbook.core.project import find_scenario
 from workbook.core.quoting import cut
 
 EPILOG = """examples:
@@ -53,7 +54,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from workbook.batch.bisect import run_bisect
     from workbook.batch.bisect_plan import plan_bisect
-    from workbook.core.project import find_scenario
     from workbook.report.index import write_index
 
     root = (args.runs_root or default_root()).resolve()

@@ -14,8 +14,14 @@ from workbook.checks.baseline import (
 )
 from workbook.checks.blessing import bless
 from workbook.checks.spec import CheckSpec, parse_checks
+from workbook.core.layout import PROPOSAL_FILE, PROPOSAL_PAGE, now_iso, proposal_dir, write_json
+from workbook.core.project import find_scenario, runs_root
 from workbook.errors import BaselineError, ParamsError
+from workbook.history import proposal
+from workbook.history.ledger import file_sha256, read_ledger
 from workbook.history.proposal import DEFAULT_LAST, MIN_SOURCES
+from workbook.params.settings import settings_of
+from workbook.scenario import load_scenario
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -117,19 +123,7 @@ def run_import(args: argparse.Namespace) -> int:
 def run_propose(args: argparse.Namespace) -> int:
     """Bless a candidate from the ledger's last green nights and write its review page, with
     the record the index reads (:data:`~workbook.core.layout.PROPOSAL_FILE`)."""
-    from workbook.core.layout import (
-        PROPOSAL_FILE,
-        PROPOSAL_PAGE,
-        now_iso,
-        proposal_dir,
-        write_json,
-    )
-    from workbook.core.project import find_scenario, runs_root
-    from workbook.history import proposal
-    from workbook.history.ledger import file_sha256, read_ledger
-    from workbook.params.settings import settings_of
-    from workbook.report.proposal import review, write_review
-    from workbook.scenario import load_scenario
+    from workbook.report.proposal import review, write_review  # matplotlib: here only
 
     path = find_scenario(_scenario_path(args.scenario))
     spec, blessed_path = _scenario_checks(path, None)
