@@ -20,6 +20,7 @@ from workbook.errors import BaselineError, ParamsError
 from workbook.history import proposal
 from workbook.history.ledger import file_sha256, read_ledger
 from workbook.history.proposal import DEFAULT_LAST, MIN_SOURCES
+from workbook.history.proposal_record import proposal_record
 from workbook.params.settings import settings_of
 from workbook.scenario import load_scenario
 
@@ -149,7 +150,7 @@ def run_propose(args: argparse.Namespace) -> int:
         next_step=next_step, metrics=proposal.metric_changes(blessed, candidate),
         changes=proposal.provenance_changes(blessed, candidate), selection=chosen,
         rejudged=rejudged, runs_root=root, page_dir=out, spec=spec))
-    write_json(out / PROPOSAL_FILE, proposal.proposal_record(
+    write_json(out / PROPOSAL_FILE, proposal_record(
         scenario=name, hardware=hardware, created=now_iso(), blessed=blessed_path,
         blessed_sha256=blessed_sha256, candidate=out / blessed_path.name, selection=chosen))
     turned = sum(r.turned_green for r in rejudged)

@@ -36,10 +36,10 @@ from workbook.history.ledger import Entry, last_green
 from workbook.history.proposal import (
     DEFAULT_LAST,
     ProposalError,
-    Recorded,
     baseline_entry,
     select_sources,
 )
+from workbook.history.proposal_record import Recorded
 
 RECENT_GREENS = 3  # the green nights whose environment must all differ for the baseline's to be old
 MOVED_KINDS = (PACKAGE, IMAGE, HARDWARE, TUNING, ENVIRONMENT)

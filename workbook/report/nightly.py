@@ -18,7 +18,7 @@ from workbook.core.layout import RUN_FILES
 from workbook.errors import WorkbookError
 from workbook.history.ledger import Entry, file_sha256
 from workbook.history.overview import BaselineState, Overview, overview
-from workbook.history.proposal import recorded_proposals
+from workbook.history.proposal_record import recorded_proposals
 from workbook.report.template import environment
 from workbook.report.view import date_text
 
