@@ -14,8 +14,9 @@ from workbook.checks.baseline import (
 )
 from workbook.checks.blessing import bless
 from workbook.checks.spec import CheckSpec, parse_checks
+from workbook.cli.scenario import named_scenario
 from workbook.core.layout import PROPOSAL_FILE, PROPOSAL_PAGE, now_iso, proposal_dir, write_json
-from workbook.core.project import find_scenario, runs_root
+from workbook.core.project import runs_root
 from workbook.errors import BaselineError, ParamsError
 from workbook.history import proposal
 from workbook.history.ledger import file_sha256, read_ledger
@@ -126,7 +127,7 @@ def run_propose(args: argparse.Namespace) -> int:
     the record the index reads (:data:`~workbook.core.layout.PROPOSAL_FILE`)."""
     from workbook.report.proposal import review, write_review  # matplotlib: here only
 
-    path = find_scenario(_scenario_path(args.scenario))
+    path = named_scenario(args.scenario)
     spec, blessed_path = _scenario_checks(path, None)
     resolved = load_scenario(path, check_files=False).model_dump(mode="json")
     name, hardware = str(resolved["name"]), str(resolved.get("profile") or "unknown")
@@ -167,11 +168,6 @@ def run_propose(args: argparse.Namespace) -> int:
     print(f"review: {page} ({turned} of {len(rejudged)} red nights turn green)")
     print(f"after review: {next_step}  # then commit it")
     return 0
-
-
-def _scenario_path(given: str) -> str:
-    """A bare scenario name is its params file."""
-    return given if given.endswith((".yaml", ".yml")) or "/" in given else f"{given}.yaml"
 
 
 def _summary(baseline: Baseline) -> None:

@@ -26,6 +26,13 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
                    "verl from it (same as -s verl.path=PATH)")
 
 
+def named_scenario(given: str) -> Path:
+    """The params file of a scenario as ``bisect`` and ``baseline propose`` take it: a path, or
+    a bare name (``gspo-tiny-1n1cpu-fsdp2-vllm``) of a file under params/."""
+    named = given if given.endswith((".yaml", ".yml")) or "/" in given else f"{given}.yaml"
+    return find_scenario(named)
+
+
 def scenario_sets(args: argparse.Namespace) -> list[str]:
     """``-s`` overrides, with ``--verl PATH`` as the last (an absolute path: it was typed here)."""
     sets = list(args.sets)
