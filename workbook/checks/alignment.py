@@ -232,9 +232,7 @@ def judge(metrics: Iterable[MetricAlignment], rate: Throughput, *, steps_b: int,
     """Aligned when B reached the steps A expected, every thresholded metric is within its
     threshold and the throughput criterion (if any) holds; else not aligned, each problem named."""
     metrics = list(metrics)
-    problems = []
-    if steps_b < expected:
-        problems.append(f"run B reached {steps_b} of the {expected} steps run A expected")
+    problems = [p for p in (steps_problem(steps_b, expected),) if p]
     problems += [m.problem() for m in metrics if not m.holds]
     if not rate.holds:
         problems.append(rate.problem())
@@ -245,6 +243,14 @@ def judge(metrics: Iterable[MetricAlignment], rate: Throughput, *, steps_b: int,
     reason = (f"every thresholded metric within its threshold: {within}" if judged
               else "no metric has a threshold: nothing was judged but the steps reached")
     return Judgement(ALIGNED, reason, (), tuple(warnings))
+
+
+def steps_problem(steps_b: int, expected: int) -> str:
+    """Why run B's length keeps the runs from being aligned ('' when it reached ``expected``):
+    a run that stopped early compares only the steps it has, which is not alignment."""
+    if steps_b < expected:
+        return f"run B reached {steps_b} of the {expected} steps run A expected"
+    return ""
 
 
 def thresholds_of(*layers: Mapping[str, float] | None) -> dict[str, float]:
