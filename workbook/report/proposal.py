@@ -14,7 +14,6 @@ the candidate would have passed it.
 from __future__ import annotations
 
 import math
-from base64 import b64encode
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from workbook.plots.compared import Band, StepRange
 from workbook.plots.review import review_chart
 from workbook.report.links import report_href
 from workbook.report.page import page
+from workbook.report.sections import encoded
 from workbook.report.template import environment
 from workbook.report.view import date_text, read_metrics
 
@@ -176,7 +176,7 @@ def _chart(metric: str, curves: Sequence[tuple[str, RunMetrics]], blessed: Basel
     drawn = (f"{metric}: {len(sources)} source nights per step, "
              + (" and ".join(f"the {label} baseline's band" for label, _, _ in bands)
                 or "no baseline band"))
-    return Chart(metric, "data:image/png;base64," + b64encode(png).decode("ascii"), drawn)
+    return Chart(metric, "data:image/png;base64," + encoded(png), drawn)
 
 
 def _band(policy: MetricPolicy, entry: BaselineMetric | None) -> Band | None:
