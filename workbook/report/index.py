@@ -33,6 +33,7 @@ from workbook.core.layout import (
     RUN_FILES,
     SUITE_FILE,
     TREND_CACHE,
+    read_json_object,
     write_atomic,
 )
 from workbook.core.status import SHOWN
@@ -255,9 +256,8 @@ def _listed(tree: RunTree, runs_root: Path, base: Path, kind: Listed) -> str:
     for found in sorted(pages, key=lambda p: p.stat().st_mtime, reverse=True):
         label = "/".join(found.parent.relative_to(runs_root).parts)
         try:
-            record = json.loads((found.parent / kind.record).read_text(encoding="utf-8"))
-            status, said = kind.read(record)
-        except (OSError, ValueError, KeyError, TypeError):
+            status, said = kind.read(read_json_object(found.parent / kind.record))
+        except (KeyError, TypeError):  # {}: missing or broken; or not the shape it should be
             status, said = "unknown", f"its {kind.record} cannot be read"
         badge = _BADGES.get(status, "unknown" if status == "unknown" else "regressed")
         items.append(f'<li data-{kind.attribute}="{_e(label)}"><span class="badge b-{badge}">'
