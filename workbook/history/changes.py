@@ -106,7 +106,8 @@ def _settings(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
             found.append(Change(SETTING, name, "set" if before else "not set",
                                 "set" if after else "not set"))
         else:
-            found.append(Change(SETTING, name, value_text(before, "unset"), value_text(after, "unset")))
+            found.append(Change(SETTING, name, value_text(before, "unset"),
+                                value_text(after, "unset")))
     return found
 
 
@@ -151,8 +152,6 @@ def _key_text(key: Mapping[str, Any] | None) -> str:
 
 def _short(digest: Any) -> str:
     return str(digest)[:12] if digest else UNKNOWN
-
-
 
 
 __all__ = ["BASELINE", "COMMIT", "ENVIRONMENT", "HARDWARE", "HOST", "IMAGE", "KINDS",

@@ -5,9 +5,10 @@ suite night's entry or a single run) leaves an entry: when it ran, its verdict, 
 (package versions, verl and workbook commits, image, host, hardware key, the machine's
 conditions while it trained), the scenario's algorithmic settings, its tuning and its ``env:``
 (:mod:`workbook.params.settings`), the baseline it was judged against (path and digest) and its
-headline numbers (the window values of its baseline comparisons). A sweep point varies a setting on purpose, a bisect's step runs an old
-verl commit on purpose and a run that loads a fault (``WORKBOOK_FAULT``: a planted regression) is
-meant to be red: none is a night, and none is in the ledger.
+headline numbers (the window values of its baseline comparisons). A sweep point varies a setting
+on purpose, a bisect's step runs an old verl commit on purpose and a run that loads a fault
+(``WORKBOOK_FAULT``: a planted regression) is meant to be red: none is a night, and none is in
+the ledger.
 
 The run directories are the truth. ``<runs root>/ledger/<scenario>.<hardware>.jsonl`` caches
 their entries: :func:`record` updates it when a run is closed, and a runs root without a

@@ -148,6 +148,4 @@ def _moved(ordered: list[Entry], baseline: Baseline | None) -> list[Change]:
     return [c for key, c in per_night[0].items() if key in shared]
 
 
-
-
 __all__ = ["BaselineState", "Overview", "overview"]
