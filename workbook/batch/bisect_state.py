@@ -63,6 +63,9 @@ class BadNight:
 
 @dataclass
 class Result:
+    """How the bisect ended; ``running`` while it goes on, so a page written after each step,
+    or left by a killed bisect, never claims an end that did not come."""
+
     status: str = "running"
     message: str = ""
     first_bad: dict[str, Any] | None = None

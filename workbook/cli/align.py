@@ -93,7 +93,7 @@ def run_command(args: argparse.Namespace,
         result = replay(args, run_a, execute)
         run_b = result.run_dir
         print(f"run B: {run_b} ({result.verdict}: {result.reason})", flush=True)
-    record, errors = aligned(args, run_a, run_b, thresholds)
+    record, errors = align_and_report(args, run_a, run_b, thresholds)
     failed = bool(errors) or result is not None and (
         result.exit_code == EXIT_RUN_FAILED or bool(result.errors))
     print(record.page)
@@ -141,8 +141,8 @@ def replay_sets(dump: Path) -> list[str]:
     return [f"rollouts.replay={dump}"]
 
 
-def aligned(args: argparse.Namespace, run_a: Path, run_b: Path,
-            thresholds: dict[str, float]) -> tuple[Record, list[str]]:
+def align_and_report(args: argparse.Namespace, run_a: Path, run_b: Path,
+                     thresholds: dict[str, float]) -> tuple[Record, list[str]]:
     """Align and record (bad input stops here, exit 2), then render the page and index it
     (a step that fails is named, its traceback kept in the folder: exit 3); print the table;
     write JUnit if asked."""

@@ -122,6 +122,8 @@ def bisect_html(view: BisectView) -> str:
 
 
 def write_bisect_page(path: Path, data: Mapping[str, Any], directory: Path) -> Path:
+    """Write the page from a bisect.json document, atomically: it is written again after every
+    step, and a reader refreshing it mid-bisect must never see half of it."""
     write_atomic(Path(path), bisect_html(bisect_view(data, directory)))
     return Path(path)
 
