@@ -56,11 +56,19 @@ from workbook.core.layout import (
     now_iso,
 )
 from workbook.core.status import FINISHED_VERDICTS, RED, Verdict
-from workbook.errors import InputError, LaunchError
+from workbook.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_PASSED,
+    EXIT_RUN_FAILED,
+    InputError,
+    LaunchError,
+)
 from workbook.metrics.failures import INFRASTRUCTURE
 from workbook.report.bisect import write_bisect_page
 
-EXIT_CODES = {"found": 0, "green": 2}  # every other end (ambiguous, stopped, failed) is 3
+# a found commit passes; a bad commit green here is bad input (nothing to bisect); every other
+# end (ambiguous, stopped, failed) is a bisect that could not finish
+EXIT_CODES = {"found": EXIT_PASSED, "green": EXIT_BAD_INPUT}
 SHA_SHOWN = 12  # worktree folders: short enough to read, long enough never to clash
 
 
@@ -76,7 +84,7 @@ class BisectOutcome:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODES.get(self.status, 3)
+        return EXIT_CODES.get(self.status, EXIT_RUN_FAILED)
 
 
 def run_bisect(plan: BisectPlan, *, runs_root: Path, restart: bool = False, echo: bool = False,

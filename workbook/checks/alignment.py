@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from workbook.checks.signed_rank import PairedTest, paired_shift
-from workbook.errors import InputError
+from workbook.errors import EXIT_PASSED, EXIT_REGRESSED, InputError
 
 DEFAULT_METRICS = (
     "actor/pg_loss", "actor/grad_norm", "actor/entropy", "critic/rewards/mean",
@@ -224,7 +224,7 @@ class Judgement:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.status == ALIGNED else 1
+        return EXIT_PASSED if self.status == ALIGNED else EXIT_REGRESSED
 
 
 def judge(metrics: Iterable[MetricAlignment], rate: Throughput, *, steps_b: int,
