@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 from workbook.checks.junit import alignment_suite, write_junit
 from workbook.cli.scenario import launch, validated
+from workbook.cli.terminal import closing_errors, table, verdict_line
 from workbook.cli.terminal import show as print_all
-from workbook.cli.terminal import table, verdict_line
-from workbook.core.layout import ERROR_LOG, ROLLOUTS_DIR, RunDir
+from workbook.core.layout import ROLLOUTS_DIR, RunDir
 from workbook.core.serialization import load_yaml
 from workbook.errors import EXIT_RUN_FAILED, InputError, WorkbookError
 
@@ -154,8 +154,7 @@ def align_and_report(args: argparse.Namespace, run_a: Path, run_b: Path,
                      out=args.out.resolve() if args.out else "")
     args.started = True  # recorded: from here on a surprise is exit 3, never a verdict
     errors = close(record, announce=False).errors
-    for error in errors:
-        print(f"workbook: {error} (traceback in {record.folder / ERROR_LOG})", file=sys.stderr)
+    closing_errors(errors, record.folder)
     if args.junit:
         write_junit([alignment_suite(record.alignment, page=str(record.page))], args.junit)
     show(record)
