@@ -39,7 +39,7 @@ from workbook.core.layout import RUN_FILES, read_json_object
 from workbook.errors import BaselineError, ParamsError
 from workbook.metrics.model import RunMetrics
 from workbook.params.settings import differences, environment_of, tuning_of
-from workbook.provenance import describe, image_of
+from workbook.provenance import describe, image_of, versions_of
 
 MIN_RUNS = MIN_RUNS_FOR_SIGMA
 
@@ -253,10 +253,7 @@ DIFFER_KINDS = ("package", "commit", "tuning", "environment")
 def _facts(evidence: Evidence) -> dict[str, dict[str, Any]]:
     """One run's versions (CANN too), commits, tuning and env, each a flat mapping."""
     run = evidence.run
-    versions = {str(k): v for k, v in (run.get("versions") or {}).items()}
-    if run.get("cann_version"):
-        versions["CANN"] = run["cann_version"]
-    return {"package": versions,
+    return {"package": versions_of(run),
             "commit": {str(k): v for k, v in (run.get("commits") or {}).items()},
             "tuning": tuning_of(evidence.scenario), "environment": environment_of(evidence.scenario)}
 

@@ -48,7 +48,7 @@ from workbook.core.serialization import load_yaml
 from workbook.core.status import RED, VERDICTS, Verdict
 from workbook.errors import WorkbookError
 from workbook.params.settings import environment_of, settings_of, tuning_of
-from workbook.provenance import hardware_key, image_of
+from workbook.provenance import hardware_key, image_of, versions_of
 
 LEDGER_DIR = "ledger"
 LOCK_FILE = ".lock"
@@ -161,7 +161,7 @@ def entry_of(run_dir: Path, runs_root: Path, *, verdict: str | None = None,
         date=str(run.get("started_at") or ""),
         verdict=verdict,
         night=_night(run_dir, runs_root),
-        versions=_versions(run),
+        versions=versions_of(run),
         commits={k: str(v) for k, v in _mapping(run.get("commits")).items() if v},
         image=image_of(run, _mapping(read_json_object(run_dir / RUN_FILES["command_json"]).get("env"))),
         host=str(run["host"]) if run.get("host") else None,
@@ -375,13 +375,6 @@ def _params(run_dir: Path) -> dict[str, Any] | None:
     except WorkbookError:
         return None
     return data if isinstance(data, dict) else None
-
-
-def _versions(run: Mapping[str, Any]) -> dict[str, str]:
-    found = {str(k): str(v) for k, v in _mapping(run.get("versions")).items() if v}
-    if run.get("cann_version"):
-        found["CANN"] = str(run["cann_version"])
-    return found
 
 
 def _baseline(run: Mapping[str, Any], checks: Mapping[str, Any], *, recorded: bool
