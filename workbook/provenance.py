@@ -310,6 +310,16 @@ def named_image(ref: str) -> dict[str, Any]:
     return {"ref": ref, "digest": _digest_in(ref), "source": IMAGE_ENV}
 
 
+def versions_of(run: Mapping[str, Any]) -> dict[str, str]:
+    """The package versions a run recorded (run.json's ``versions``), CANN's as ``CANN``: what
+    two nights, or the runs of one baseline, are compared by; a package without one is left out."""
+    versions = _object(run.get("versions"))
+    found = {str(k): str(v) for k, v in versions.items() if v}
+    if run.get("cann_version"):
+        found["CANN"] = str(run["cann_version"])
+    return found
+
+
 def image_of(run: Mapping[str, Any], env: Mapping[str, Any] | None = None
              ) -> dict[str, Any] | None:
     """A run's image from its run.json (``run``): what :func:`image` recorded, unless that is

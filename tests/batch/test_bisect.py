@@ -13,7 +13,8 @@ import pytest
 
 from tests.batch.bisects import FakeSteps, judged
 from tests.batch.repos import git, line_of
-from workbook.batch.bisect import BisectPlan, plan_bisect, run_bisect
+from workbook.batch.bisect import run_bisect
+from workbook.batch.bisect_plan import BisectPlan, plan_bisect
 from workbook.batch.bisect_state import StateError
 from workbook.core.layout import BISECT_FILE, BISECT_PAGE, BISECT_WORKTREES_DIR
 from workbook.errors import InputError

@@ -9,7 +9,8 @@ import pytest
 
 from tests.batch.bisects import FakeSteps, judged
 from tests.batch.repos import line_of
-from workbook.batch.bisect import plan_bisect, run_bisect
+from workbook.batch.bisect import run_bisect
+from workbook.batch.bisect_plan import plan_bisect
 from workbook.cli import main
 from workbook.core.layout import BISECT_FILE, BISECTS_DIR
 

@@ -39,7 +39,11 @@ GOLDEN = {
 
 @pytest.fixture(autouse=True)
 def fixed_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The goldens' asset paths are ~/.cache's: the session's own asset folder (set for the
+    whole session once any test asks for the CPU assets) would make them depend on test order."""
     monkeypatch.setenv("HOME", "/home/ci")
+    monkeypatch.delenv("WORKBOOK_ASSETS", raising=False)
+    monkeypatch.delenv("WORKBOOK_CACHE", raising=False)
 
 
 def scenario(name: str, *sets: str) -> Scenario:

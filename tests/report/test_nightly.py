@@ -58,6 +58,16 @@ def closed(*runs: Path) -> list[Path]:
     return list(runs)
 
 
+def proposed(root: Path, scenario: Path) -> tuple[Path, Path]:
+    """The blessed baseline and a proposal made from three improved nights against it."""
+    baseline = blessed(root, scenario)
+    closed(*(faster(root, scenario, day, baseline) for day in (10, 11, 12)))
+    assert main(["baseline", "propose", str(scenario), "--runs-root", str(root),
+                 "--last", "3"]) == 0
+    (made,) = (root / "proposals" / f"{SCENARIO}.cpu").iterdir()
+    return baseline, made
+
+
 def test_a_red_scenario_shows_since_when_and_what_changed_since_the_last_green_night(
         tmp_path: Path) -> None:
     compiled = {"overrides": [f"{TUNED}=True"]}
@@ -106,11 +116,7 @@ def test_improved_nights_make_the_baseline_stale_and_offer_the_propose_command(
 def test_a_proposal_made_against_the_current_baseline_is_a_candidate_ready_until_it_is_copied(
         tmp_path: Path, scenario: Path) -> None:
     root = tmp_path / "runs"
-    baseline = blessed(root, scenario)
-    closed(*(faster(root, scenario, day, baseline) for day in (10, 11, 12)))
-    assert main(["baseline", "propose", str(scenario), "--runs-root", str(root),
-                 "--last", "3"]) == 0
-    (made,) = (root / "proposals" / f"{SCENARIO}.cpu").iterdir()
+    baseline, made = proposed(root, scenario)
 
     row = row_of(root)
 
@@ -126,11 +132,7 @@ def test_a_proposal_made_against_the_current_baseline_is_a_candidate_ready_until
 
 def test_the_published_index_says_candidate_ready_too(tmp_path: Path, scenario: Path) -> None:
     root = tmp_path / "runs"
-    baseline = blessed(root, scenario)
-    closed(*(faster(root, scenario, day, baseline) for day in (10, 11, 12)))
-    assert main(["baseline", "propose", str(scenario), "--runs-root", str(root),
-                 "--last", "3"]) == 0
-    (made,) = (root / "proposals" / f"{SCENARIO}.cpu").iterdir()
+    baseline, made = proposed(root, scenario)
 
     page = publish(root, tmp_path / "site").read_text(encoding="utf-8")
 
@@ -144,10 +146,7 @@ def test_the_published_index_says_candidate_ready_too(tmp_path: Path, scenario: 
 def test_a_candidate_against_an_earlier_content_of_the_baseline_is_not_ready(
         tmp_path: Path, scenario: Path) -> None:
     root = tmp_path / "runs"
-    baseline = blessed(root, scenario)
-    closed(*(faster(root, scenario, day, baseline) for day in (10, 11, 12)))
-    assert main(["baseline", "propose", str(scenario), "--runs-root", str(root),
-                 "--last", "3"]) == 0
+    baseline, _ = proposed(root, scenario)
     blessed(tmp_path / "elsewhere", scenario, created="2026-11-20T00:00:00Z")  # blessed anew
     closed(faster(root, scenario, 21, baseline))
 

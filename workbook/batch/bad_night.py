@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbook.batch.bisect_state import BadNight
-from workbook.batch.bisection import BAD_VERDICTS
 from workbook.core.layout import RunDir, is_run_dir
 from workbook.core.quoting import cut
+from workbook.core.status import RED
 from workbook.errors import InputError
 from workbook.history.ledger import read_ledger
 from workbook.metrics.failures import INFRASTRUCTURE
@@ -27,18 +27,16 @@ def diagnosis_category(run_dir: Path | str | None) -> str | None:
         return None
     rd = RunDir(Path(run_dir))
     for key in ("checks", "run"):
-        try:
-            diagnosis = rd.read_json(key).get("diagnosis")
-        except (OSError, ValueError, AttributeError):
-            continue
+        diagnosis = rd.json_object(key).get("diagnosis")
         if isinstance(diagnosis, dict) and diagnosis.get("category"):
             return str(diagnosis["category"])
     return None
 
 
-def night_of_run(run_dir: Path, *, source: str = "--bad-run") -> BadNight:
-    """The bad verdict of the run directory ``run_dir``; InputError when it is none (not a
-    run, not judged, green, or failed on the infrastructure)."""
+def night_of_run(run_dir: Path) -> BadNight:
+    """The bad verdict of the run directory ``--bad-run`` names; InputError when it is none
+    (not a run, not judged, green, or failed on the infrastructure)."""
+    source = "--bad-run"
     rd = RunDir(Path(run_dir).expanduser().resolve())
     if not rd.path.is_dir() or not is_run_dir(rd.path):
         raise InputError(f"{source} {cut(str(run_dir))}: not a run directory (no run.json)")
@@ -47,7 +45,7 @@ def night_of_run(run_dir: Path, *, source: str = "--bad-run") -> BadNight:
     except (OSError, ValueError) as exc:
         raise InputError(f"{source} {rd.path}: its verdict cannot be read: {exc}") from None
     status = str(verdict.get("status") or "")
-    if status not in BAD_VERDICTS:
+    if status not in RED:
         raise InputError(f"{source} {rd.path}: its verdict is {status or 'missing'}, not "
                          "regressed or failed: nothing to bisect")
     category = diagnosis_category(rd.path) if status == "failed" else None
@@ -59,10 +57,7 @@ def night_of_run(run_dir: Path, *, source: str = "--bad-run") -> BadNight:
 
 def verl_commit_of(run_dir: Path) -> str:
     """The verl commit a run recorded ('' when none)."""
-    try:
-        commits = RunDir(Path(run_dir)).read_json("run").get("commits")
-    except (OSError, ValueError, AttributeError):
-        return ""
+    commits = RunDir(Path(run_dir)).json_object("run").get("commits")
     return str(commits.get("verl") or "") if isinstance(commits, dict) else ""
 
 
@@ -73,7 +68,7 @@ def night_from_ledger(runs_root: Path, scenario: str, profile: str, bad: str) ->
                      if e.red and str(e.commits.get("verl") or "").startswith(bad)),
                     key=lambda e: e.sort_key, reverse=True)
     for entry in nights:
-        path = Path(entry.path) if Path(entry.path).is_absolute() else Path(runs_root) / entry.path
+        path = entry.run_dir(runs_root)
         category = diagnosis_category(path) if entry.verdict == "failed" else None
         if category == INFRASTRUCTURE:
             continue

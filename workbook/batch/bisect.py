@@ -1,12 +1,14 @@
 """``workbook bisect``: from a red night to the verl commit that caused it.
 
 Between the last green night and a red one lie the verl commits ``good..bad`` along the
-first-parent line (:mod:`workbook.batch.repository`). Each step checks one of them out into a
-git worktree inside the bisect directory and runs the scenario once with ``verl.path`` set to it,
-through the batch engine (:mod:`workbook.batch.engine`: the run, judge and report of ``workbook
-run``, clearing of leftovers, the answer to SIGINT/SIGTERM); its verdict becomes good, bad or
-skip, and the next commit is chosen (:mod:`workbook.batch.bisection`) until the first bad commit
-is known or only skipped commits are left.
+first-parent line (:mod:`workbook.batch.repository`), checked with everything else the user
+asked before anything starts (:mod:`workbook.batch.bisect_plan`). Each step checks one of them
+out into a git worktree inside the bisect directory and runs the scenario once with
+``verl.path`` set to it, through the batch engine (:mod:`workbook.batch.engine`: the run, judge
+and report of ``workbook run``, clearing of leftovers, the answer to SIGINT/SIGTERM); its
+verdict becomes good, bad or skip, and the next commit is chosen
+(:mod:`workbook.batch.bisection`) until the first bad commit is known or only skipped commits
+are left.
 
 Everything lands in one bisect directory (``<runs root>/bisects/<scenario>/<good7>-<bad7>/``):
 ``bisect.json`` (:mod:`workbook.batch.bisect_state`, written after every change), ``bisect.html``
@@ -21,12 +23,13 @@ commit's green run never becomes anyone's last green night.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbook.batch import bad_night
+from workbook.batch.bisect_plan import BisectPlan
 from workbook.batch.bisect_state import (
     STEP_FIELDS,
     BadNight,
@@ -35,7 +38,6 @@ from workbook.batch.bisect_state import (
     read_state,
 )
 from workbook.batch.bisection import (
-    BAD_VERDICTS,
     GREEN_VERDICTS,
     Decision,
     Outcome,
@@ -43,87 +45,31 @@ from workbook.batch.bisection import (
     decide,
     states,
 )
-from workbook.batch.engine import Batch, Engine, Execute, Item, validate_items
+from workbook.batch.engine import Batch, Engine, Execute, Item
 from workbook.batch.records import Ledger, Record
-from workbook.batch.repository import Commit, Repository, RepositoryError
+from workbook.batch.repository import RepositoryError
 from workbook.core.layout import (
     BISECT_FILE,
     BISECT_PAGE,
     BISECT_STEPS_DIR,
     BISECT_WORKTREES_DIR,
-    bisect_dir,
     now_iso,
 )
-from workbook.core.status import FINISHED_VERDICTS, Verdict
-from workbook.errors import InputError, LaunchError
+from workbook.core.status import FINISHED_VERDICTS, RED, Verdict
+from workbook.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_PASSED,
+    EXIT_RUN_FAILED,
+    InputError,
+    LaunchError,
+)
 from workbook.metrics.failures import INFRASTRUCTURE
+from workbook.report.bisect import write_bisect_page
 
-EXIT_CODES = {"found": 0, "green": 2}  # every other end (ambiguous, stopped, failed) is 3
+# a found commit passes; a bad commit green here is bad input (nothing to bisect); every other
+# end (ambiguous, stopped, failed) is a bisect that could not finish
+EXIT_CODES = {"found": EXIT_PASSED, "green": EXIT_BAD_INPUT}
 SHA_SHOWN = 12  # worktree folders: short enough to read, long enough never to clash
-
-
-@dataclass(frozen=True)
-class BisectPlan:
-    """A bisect checked whole before anything starts (:func:`plan_bisect`)."""
-
-    params: Path
-    sets: list[str]  # the user's overrides (and the step timeout); verl.path is each step's
-    scenario: str
-    repo: Repository
-    good: str
-    bad: str
-    candidates: list[Commit]
-    directory: Path
-    bad_run: Path | None = None
-    bad_night: BadNight | None = None  # from --bad-run, else the ledger; None: BAD runs first
-
-    @property
-    def asked(self) -> dict[str, Any]:
-        """What a later invocation must ask the same to continue this bisect."""
-        return {"scenario": self.scenario, "params": str(self.params), "sets": list(self.sets),
-                "repo": str(self.repo.path), "good": self.good, "bad": self.bad,
-                "bad_run": str(self.bad_run) if self.bad_run else None}
-
-
-def plan_bisect(params: Path, sets: Sequence[str], repo: Path, good: str, bad: str, *,
-                runs_root: Path, directory: Path | None = None, bad_run: Path | None = None,
-                timeout_s: float | None = None) -> BisectPlan:
-    """The repository, the revisions, the range, the scenario and the bad night, checked before
-    anything starts (InputError or ParamsError naming what is wrong: exit 2)."""
-    from workbook.scenario import load_scenario
-
-    repository = Repository.open(repo)
-    good_sha = repository.commit(good, option="--good")
-    bad_sha = repository.commit(bad, option="--bad")
-    if good_sha == bad_sha:
-        raise InputError(f"--good {good} and --bad {bad} are the same commit {good_sha[:12]}: "
-                         "no commit lies between them")
-    if not repository.is_ancestor(good_sha, bad_sha):
-        raise InputError(f"--good {good} ({good_sha[:12]}) is not an ancestor of --bad {bad} "
-                         f"({bad_sha[:12]}): the green night's commit must come before the red one's")
-    candidates = repository.first_parent_range(good_sha, bad_sha)
-    if not candidates or candidates[-1].sha != bad_sha:
-        raise InputError(f"{good_sha[:12]}..{bad_sha[:12]} holds no commit on the first-parent "
-                         "line of --bad: nothing to bisect")
-    if timeout_s is not None and not timeout_s > 0:
-        raise InputError(f"--timeout-per-step {timeout_s:g}: expected a positive number of seconds")
-    sets = list(sets) + ([f"timeout_s={timeout_s:g}"] if timeout_s else [])
-    # validated once, against the repository's own checkout (as `workbook validate --verl REPO`)
-    checkout = repository.work_tree
-    checked = sets + ([f"verl.path={checkout}"] if checkout else [])
-    validate_items([Item("bisect", params, checked, label=str(params), title=str(params))],
-                   source="bisect")
-    scenario = load_scenario(params, checked, check_files=False)
-    night = bad_night.night_of_run(bad_run) if bad_run else bad_night.night_from_ledger(
-        runs_root, scenario.name, scenario.profile, bad_sha)
-    if bad_run and not bad_night.verl_commit_of(bad_run).startswith(bad_sha):
-        print(f"bisect: warning: --bad-run ran verl "
-              f"{bad_night.verl_commit_of(bad_run)[:12] or 'of no known commit'}, not --bad "
-              f"{bad_sha[:12]}", file=sys.stderr)
-    folder = Path(directory or bisect_dir(runs_root, scenario.name, good_sha, bad_sha))
-    return BisectPlan(Path(params).resolve(), sets, scenario.name, repository, good_sha, bad_sha,
-                      candidates, folder.expanduser().resolve(),
-                      Path(bad_run).expanduser().resolve() if bad_run else None, night)
 
 
 @dataclass
@@ -138,7 +84,7 @@ class BisectOutcome:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODES.get(self.status, 3)
+        return EXIT_CODES.get(self.status, EXIT_RUN_FAILED)
 
 
 def run_bisect(plan: BisectPlan, *, runs_root: Path, restart: bool = False, echo: bool = False,
@@ -275,7 +221,7 @@ class Bisect:
             record.about["why"] = f"{verdict}: the bad commit is green here"
             return self._end("green", f"the bad commit {sha} {verdict} when run here: nothing "
                              "to bisect (was the red night's failure the machine's?)")
-        if verdict not in BAD_VERDICTS or (verdict == Verdict.FAILED.value
+        if verdict not in RED or (verdict == Verdict.FAILED.value
                                            and category in (None, INFRASTRUCTURE)):
             record.about["why"] = "its failure says nothing of verl: run the bisect again to retry"
             why = "on the infrastructure" if category == INFRASTRUCTURE else "without a diagnosis"
@@ -339,8 +285,6 @@ class Bisect:
 
     def save(self) -> Path | None:
         """bisect.json, then the page from it; the page's path (None when it failed)."""
-        from workbook.report.bisect import write_bisect_page
-
         self.batch.save()
         try:
             return write_bisect_page(self.plan.directory / BISECT_PAGE,
@@ -351,4 +295,4 @@ class Bisect:
             return None
 
 
-__all__ = ["BisectOutcome", "BisectPlan", "plan_bisect", "run_bisect"]
+__all__ = ["BisectOutcome", "run_bisect"]

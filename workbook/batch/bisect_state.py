@@ -63,6 +63,9 @@ class BadNight:
 
 @dataclass
 class Result:
+    """How the bisect ended; ``running`` while it goes on, so a page written after each step,
+    or left by a killed bisect, never claims an end that did not come."""
+
     status: str = "running"
     message: str = ""
     first_bad: dict[str, Any] | None = None
@@ -83,13 +86,12 @@ class BisectState:
     result: Result = field(default_factory=Result)
     steps: list[dict[str, Any]] = field(default_factory=list)  # as read; the batch keeps them
 
-    def header(self, states: list[str] | None = None) -> dict[str, Any]:
+    def header(self, states: list[str]) -> dict[str, Any]:
         """The file's fields but the steps; ``states``: each candidate's, for the page."""
-        shown = states or [""] * len(self.candidates)
         return {"format": FORMAT, **self.asked,
                 "bad_night": self.bad_night.to_json() if self.bad_night else None,
                 "candidates": [{"sha": c.sha, "subject": c.subject, "state": state}
-                               for c, state in zip(self.candidates, shown, strict=True)],
+                               for c, state in zip(self.candidates, states, strict=True)],
                 "result": self.result.to_json()}
 
 

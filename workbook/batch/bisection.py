@@ -30,7 +30,6 @@ from workbook.core.status import StatusWord, Verdict
 from workbook.metrics.failures import INFRASTRUCTURE
 
 GREEN_VERDICTS = (Verdict.PASSED.value, Verdict.IMPROVED.value, Verdict.SUSPECT.value)
-BAD_VERDICTS = (Verdict.REGRESSED.value, Verdict.FAILED.value)
 
 
 class Outcome(StatusWord):
@@ -128,5 +127,5 @@ def states(candidates: Sequence[str], outcomes: Mapping[str, Outcome]) -> list[s
     return shown
 
 
-__all__ = ["BAD_VERDICTS", "GREEN_VERDICTS", "BadVerdict", "Decision", "Outcome", "classify",
+__all__ = ["GREEN_VERDICTS", "BadVerdict", "Decision", "Outcome", "classify",
            "decide", "remaining", "states"]

@@ -383,10 +383,7 @@ class Engine:
 
 def failure_of(rd: RunDir, category: str) -> str | None:
     """The diagnosis summary of a run that failed with ``category`` (run.json), else None."""
-    try:
-        diagnosis = rd.read_json("run").get("diagnosis")
-    except (OSError, ValueError, AttributeError):
-        return None
+    diagnosis = rd.json_object("run").get("diagnosis")
     if not isinstance(diagnosis, dict) or diagnosis.get("category") != category:
         return None
     return str(diagnosis.get("summary") or category)

@@ -45,7 +45,7 @@ def write_batch_junit(records: Sequence[Record], path: Path) -> Path:
 def recorded_verdict(run_dir: Path, record: Record | None = None) -> Verdict:
     """The verdict the run recorded, rows included; a run never judged is a failed one."""
     rd = RunDir(Path(run_dir))
-    checks, run = _json(rd, "checks"), _json(rd, "run")
+    checks, run = rd.json_object("checks"), rd.json_object("run")
     summary = checks.get("verdict") or run.get("verdict") or {}
     status = str(summary.get("status") or "")
     reason = str(summary.get("reason") or "")
@@ -57,14 +57,6 @@ def recorded_verdict(run_dir: Path, record: Record | None = None) -> Verdict:
                    required_step=checks.get("required_step"), baseline=checks.get("baseline"),
                    diagnosis=checks.get("diagnosis") or run.get("diagnosis"),
                    run_status=checks.get("run_status") or run.get("status"))
-
-
-def _json(rd: RunDir, key: str) -> dict[str, Any]:
-    try:
-        data = rd.read_json(key)
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _row(data: Any) -> CheckRow | None:

@@ -39,10 +39,6 @@ class Commit:
     sha: str
     subject: str
 
-    @property
-    def short(self) -> str:
-        return self.sha[:7]
-
 
 @dataclass(frozen=True)
 class FileChange:

@@ -138,9 +138,14 @@ def align_runs(path_a: Path, path_b: Path, *, thresholds: Mapping[str, float] | 
     if not b.replayed_steps:
         warnings.append("run B replayed no rollouts: the runs trained on different samples, so "
                         "their curves differ by sampling as well as by numerics")
-    verdict = judge(rows, rate, steps_b=b.steps_reached,
-                    expected=a.expected_steps or a.steps_reached, warnings=warnings)
+    verdict = judge(rows, rate, steps_b=b.steps_reached, expected=steps_expected(a),
+                    warnings=warnings)
     return Alignment(a, b, rows, rate, verdict, now_iso())
+
+
+def steps_expected(a: RunSide) -> int:
+    """The steps run B must reach: those run A expected, else those it reached."""
+    return a.expected_steps or a.steps_reached
 
 
 def evidence_of(path: Path, side: str) -> Evidence:

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from workbook.checks.signed_rank import PairedTest, paired_shift
-from workbook.errors import InputError
+from workbook.errors import EXIT_PASSED, EXIT_REGRESSED, InputError
 
 DEFAULT_METRICS = (
     "actor/pg_loss", "actor/grad_norm", "actor/entropy", "critic/rewards/mean",
@@ -65,6 +65,19 @@ def percent(value: object, where: str) -> float:
     if not math.isfinite(number) or number < 0:
         raise InputError(f"{where}: must be a finite number >= 0, got {value}")
     return number
+
+
+def percent_text(error: float | None) -> str:
+    """An error in % as the terminal and the page show it: ``-`` when none was computed,
+    ``undefined`` where run A gave no scale (see the module docstring)."""
+    if error is None:
+        return "-"
+    return f"{error:.3g} %" if math.isfinite(error) else "undefined"
+
+
+def threshold_text(threshold: float | None) -> str:
+    """A metric's threshold as a table shows it (``-``: reported without one)."""
+    return "-" if threshold is None else f"{threshold:g} %"
 
 
 def positive(value: object, where: str) -> float:
@@ -211,7 +224,7 @@ class Judgement:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.status == ALIGNED else 1
+        return EXIT_PASSED if self.status == ALIGNED else EXIT_REGRESSED
 
 
 def judge(metrics: Iterable[MetricAlignment], rate: Throughput, *, steps_b: int,
@@ -219,9 +232,7 @@ def judge(metrics: Iterable[MetricAlignment], rate: Throughput, *, steps_b: int,
     """Aligned when B reached the steps A expected, every thresholded metric is within its
     threshold and the throughput criterion (if any) holds; else not aligned, each problem named."""
     metrics = list(metrics)
-    problems = []
-    if steps_b < expected:
-        problems.append(f"run B reached {steps_b} of the {expected} steps run A expected")
+    problems = [p for p in (steps_problem(steps_b, expected),) if p]
     problems += [m.problem() for m in metrics if not m.holds]
     if not rate.holds:
         problems.append(rate.problem())
@@ -232,6 +243,14 @@ def judge(metrics: Iterable[MetricAlignment], rate: Throughput, *, steps_b: int,
     reason = (f"every thresholded metric within its threshold: {within}" if judged
               else "no metric has a threshold: nothing was judged but the steps reached")
     return Judgement(ALIGNED, reason, (), tuple(warnings))
+
+
+def steps_problem(steps_b: int, expected: int) -> str:
+    """Why run B's length keeps the runs from being aligned ('' when it reached ``expected``):
+    a run that stopped early compares only the steps it has, which is not alignment."""
+    if steps_b < expected:
+        return f"run B reached {steps_b} of the {expected} steps run A expected"
+    return ""
 
 
 def thresholds_of(*layers: Mapping[str, float] | None) -> dict[str, float]:

@@ -35,11 +35,11 @@ from workbook.checks.evidence import Evidence, gather, params_dir_for
 from workbook.checks.health import health_rows
 from workbook.checks.reductions import WINDOWED, ReductionError, reduce_series, window_text
 from workbook.checks.spec import CheckSpec, MetricPolicy, parse_checks
-from workbook.core.layout import RUN_FILES
+from workbook.core.layout import RUN_FILES, read_json_object
 from workbook.errors import BaselineError, ParamsError
 from workbook.metrics.model import RunMetrics
 from workbook.params.settings import differences, environment_of, tuning_of
-from workbook.provenance import describe, image_of
+from workbook.provenance import describe, image_of, versions_of
 
 MIN_RUNS = MIN_RUNS_FOR_SIGMA
 
@@ -253,10 +253,7 @@ DIFFER_KINDS = ("package", "commit", "tuning", "environment")
 def _facts(evidence: Evidence) -> dict[str, dict[str, Any]]:
     """One run's versions (CANN too), commits, tuning and env, each a flat mapping."""
     run = evidence.run
-    versions = {str(k): v for k, v in (run.get("versions") or {}).items()}
-    if run.get("cann_version"):
-        versions["CANN"] = run["cann_version"]
-    return {"package": versions,
+    return {"package": versions_of(run),
             "commit": {str(k): v for k, v in (run.get("commits") or {}).items()},
             "tuning": tuning_of(evidence.scenario), "environment": environment_of(evidence.scenario)}
 
@@ -277,12 +274,7 @@ def runs_differ(run_ids: list[str], facts: list[dict[str, dict[str, Any]]]
 
 def _run_image(path: Path, run: dict[str, Any]) -> dict[str, Any] | None:
     """The image a run ran in (``provenance.image_of``), its command's environment consulted."""
-    file = path / RUN_FILES["command_json"]
-    try:
-        command = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
-    except (OSError, ValueError):
-        command = {}
-    env = command.get("env") if isinstance(command, dict) else None
+    env = read_json_object(path / RUN_FILES["command_json"]).get("env")
     return image_of(run, env if isinstance(env, dict) else None)
 
 

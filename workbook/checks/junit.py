@@ -19,14 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from junitparser import Error, Failure, JUnitXml, Skipped, SystemOut, TestCase, TestSuite
 
-from workbook.checks.aligned_runs import Alignment
 from workbook.checks.rows import ERROR, FAIL, IMPROVED, SUSPECT
 from workbook.checks.verdict import Verdict
 from workbook.core.layout import write_redacted
 from workbook.core.status import Verdict as Word
+
+if TYPE_CHECKING:  # at run time it would import scipy into every command (workbook check's too)
+    from workbook.checks.aligned_runs import Alignment
 
 
 def verdict_suite(verdict: Verdict, name: str, *, time_s: float | None = None,
@@ -68,6 +71,9 @@ def skipped_suite(name: str, why: str) -> TestSuite:
 
 def alignment_suite(alignment: Alignment, *, page: str | None = None) -> TestSuite:
     """One ``<testsuite>`` named ``alignment <A> vs <B>`` (run ids; the scenario a property)."""
+    from workbook.checks.aligned_runs import steps_expected  # scipy: workbook align's only
+    from workbook.checks.alignment import steps_problem
+
     a, b = alignment.a, alignment.b
     name = f"alignment {a.run_id} vs {b.run_id}"
     suite = TestSuite(name)
@@ -76,10 +82,9 @@ def alignment_suite(alignment: Alignment, *, page: str | None = None) -> TestSui
                        "page": page}.items():
         suite.add_property(key, "" if value is None else str(value))
     steps = TestCase("steps reached", classname=name)
-    expected = a.expected_steps or a.steps_reached
-    if b.steps_reached < expected:
-        steps.result = [Failure(f"run B reached {b.steps_reached} of the {expected} steps run A "
-                                "expected", "steps")]
+    short_of = steps_problem(b.steps_reached, steps_expected(a))
+    if short_of:
+        steps.result = [Failure(short_of, "steps")]
     suite.add_testcase(steps)
     for m in alignment.metrics:
         case = TestCase(m.metric, classname=name)

@@ -11,14 +11,18 @@ or was stopped.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workbook.core.layout import ERROR_LOG, ROLLOUTS_DIR, RunDir
-from workbook.errors import EXIT_RUN_FAILED, InputError
+from workbook.checks.junit import alignment_suite, write_junit
+from workbook.cli.scenario import launch, validated
+from workbook.cli.terminal import closing_errors, table, verdict_line
+from workbook.cli.terminal import show as print_all
+from workbook.core.layout import ROLLOUTS_DIR, RunDir
+from workbook.core.serialization import load_yaml
+from workbook.errors import EXIT_RUN_FAILED, InputError, WorkbookError
 
 if TYPE_CHECKING:
     from workbook.report.alignment import Record
@@ -69,7 +73,7 @@ def run_command(args: argparse.Namespace,
                 execute: Callable[..., RunResult] | None = None) -> int:
     """Align two runs, or run B on run A's rollouts first (``execute`` stands in for the run's
     :func:`~workbook.run.driver.execute_run` in tests)."""
-    from workbook.checks.alignment import parse_threshold
+    from workbook.checks.alignment import parse_threshold  # scipy: here only
 
     thresholds = dict(parse_threshold(t) for t in args.threshold)
     result = None
@@ -89,7 +93,7 @@ def run_command(args: argparse.Namespace,
         result = replay(args, run_a, execute)
         run_b = result.run_dir
         print(f"run B: {run_b} ({result.verdict}: {result.reason})", flush=True)
-    record, errors = aligned(args, run_a, run_b, thresholds)
+    record, errors = align_and_report(args, run_a, run_b, thresholds)
     failed = bool(errors) or result is not None and (
         result.exit_code == EXIT_RUN_FAILED or bool(result.errors))
     print(record.page)
@@ -101,8 +105,7 @@ def replay(args: argparse.Namespace, run_a: Path,
     """Run ``args.paths[0]`` replaying run A's rollouts (:func:`dump_of`) the way ``workbook
     run`` does; refused before anything starts when run A has no dump, no metrics, or is of
     another scenario than PARAMS."""
-    from workbook.checks.aligned_runs import evidence_of, scenario_name
-    from workbook.cli.scenario import launch, validated
+    from workbook.checks.aligned_runs import evidence_of, scenario_name  # scipy: here only
 
     reference = evidence_of(run_a, "A")
     dump = dump_of(run_a)
@@ -122,9 +125,6 @@ def dump_of(run_a: Path) -> Path:
     """What run B replays to train on run A's rollouts: the pinned dump run A replayed, when it
     replayed one that is still there (the same rollouts, and the same setting as A's, so B is
     compared with A's baseline too), else the dump run A wrote (``RUN_A/rollouts``)."""
-    from workbook.core.serialization import load_yaml
-    from workbook.errors import WorkbookError
-
     try:
         params = load_yaml(RunDir(run_a.resolve()).file("params"))
     except WorkbookError:
@@ -141,8 +141,8 @@ def replay_sets(dump: Path) -> list[str]:
     return [f"rollouts.replay={dump}"]
 
 
-def aligned(args: argparse.Namespace, run_a: Path, run_b: Path,
-            thresholds: dict[str, float]) -> tuple[Record, list[str]]:
+def align_and_report(args: argparse.Namespace, run_a: Path, run_b: Path,
+                     thresholds: dict[str, float]) -> tuple[Record, list[str]]:
     """Align and record (bad input stops here, exit 2), then render the page and index it
     (a step that fails is named, its traceback kept in the folder: exit 3); print the table;
     write JUnit if asked."""
@@ -154,11 +154,8 @@ def aligned(args: argparse.Namespace, run_a: Path, run_b: Path,
                      out=args.out.resolve() if args.out else "")
     args.started = True  # recorded: from here on a surprise is exit 3, never a verdict
     errors = close(record, announce=False).errors
-    for error in errors:
-        print(f"workbook: {error} (traceback in {record.folder / ERROR_LOG})", file=sys.stderr)
+    closing_errors(errors, record.folder)
     if args.junit:
-        from workbook.checks.junit import alignment_suite, write_junit
-
         write_junit([alignment_suite(record.alignment, page=str(record.page))], args.junit)
     show(record)
     return record, errors
@@ -166,12 +163,11 @@ def aligned(args: argparse.Namespace, run_a: Path, run_b: Path,
 
 def show(record: Record) -> None:
     """The verdict, the warnings and one row per metric, on stdout."""
-    from workbook.cli.terminal import show as print_all
-    from workbook.cli.terminal import table, verdict_line
+    from workbook.checks.alignment import percent_text, threshold_text  # scipy: here only
 
     a = record.alignment
-    rows = [(m.metric, "-" if m.threshold is None else f"{m.threshold:g} %", _pct(m.mae),
-             _pct(m.max_error), m.first_beyond or "-", m.status) for m in a.metrics]
+    rows = [(m.metric, threshold_text(m.threshold), percent_text(m.mae),
+             percent_text(m.max_error), m.first_beyond or "-", m.status) for m in a.metrics]
     ratio = a.throughput.ratio
     print_all(table(f"{a.b.label} against {a.a.label}",
                     ("metric", "threshold", "mean error", "largest", "first step beyond",
@@ -181,12 +177,6 @@ def show(record: Record) -> None:
               *(f"warning: {w}" for w in a.judgement.warnings),
               verdict_line(a.status, a.judgement.reason))
     sys.stdout.flush()
-
-
-def _pct(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.3g} %" if math.isfinite(value) else "undefined"
 
 
 def _steps(steps: Sequence[int]) -> str:

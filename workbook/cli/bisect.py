@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from workbook.cli import terminal
+from workbook.cli.scenario import named_scenario
 from workbook.core.layout import default_root
 from workbook.core.quoting import cut
 
@@ -51,12 +52,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbook.batch.bisect import plan_bisect, run_bisect
-    from workbook.core.project import find_scenario
+    from workbook.batch.bisect import run_bisect
+    from workbook.batch.bisect_plan import plan_bisect
     from workbook.report.index import write_index
 
     root = (args.runs_root or default_root()).resolve()
-    params = find_scenario(_scenario_file(args.scenario))
+    params = named_scenario(args.scenario)
     plan = plan_bisect(params, args.sets, args.verl_repo, args.good, args.bad, runs_root=root,
                        directory=args.dir, bad_run=args.bad_run, timeout_s=args.timeout)
 
@@ -77,7 +78,3 @@ def run(args: argparse.Namespace) -> int:
     print(outcome.page or plan.directory)
     return outcome.exit_code
 
-
-def _scenario_file(given: str) -> str:
-    """A bare scenario name is its params file."""
-    return given if given.endswith((".yaml", ".yml")) or "/" in given else f"{given}.yaml"

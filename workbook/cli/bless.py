@@ -14,8 +14,16 @@ from workbook.checks.baseline import (
 )
 from workbook.checks.blessing import bless
 from workbook.checks.spec import CheckSpec, parse_checks
+from workbook.cli.scenario import named_scenario
+from workbook.core.layout import PROPOSAL_FILE, PROPOSAL_PAGE, now_iso, proposal_dir, write_json
+from workbook.core.project import runs_root
 from workbook.errors import BaselineError, ParamsError
+from workbook.history import proposal
+from workbook.history.ledger import file_sha256, read_ledger
 from workbook.history.proposal import DEFAULT_LAST, MIN_SOURCES
+from workbook.history.proposal_record import proposal_record
+from workbook.params.settings import settings_of
+from workbook.scenario import load_scenario
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -117,21 +125,9 @@ def run_import(args: argparse.Namespace) -> int:
 def run_propose(args: argparse.Namespace) -> int:
     """Bless a candidate from the ledger's last green nights and write its review page, with
     the record the index reads (:data:`~workbook.core.layout.PROPOSAL_FILE`)."""
-    from workbook.core.layout import (
-        PROPOSAL_FILE,
-        PROPOSAL_PAGE,
-        now_iso,
-        proposal_dir,
-        write_json,
-    )
-    from workbook.core.project import find_scenario, runs_root
-    from workbook.history import proposal
-    from workbook.history.ledger import file_sha256, read_ledger
-    from workbook.params.settings import settings_of
-    from workbook.report.proposal import review, write_review
-    from workbook.scenario import load_scenario
+    from workbook.report.proposal import review, write_review  # matplotlib: here only
 
-    path = find_scenario(_scenario_path(args.scenario))
+    path = named_scenario(args.scenario)
     spec, blessed_path = _scenario_checks(path, None)
     resolved = load_scenario(path, check_files=False).model_dump(mode="json")
     name, hardware = str(resolved["name"]), str(resolved.get("profile") or "unknown")
@@ -145,7 +141,7 @@ def run_propose(args: argparse.Namespace) -> int:
     ledger = read_ledger(root, name, hardware)
     chosen = proposal.select_sources(ledger, settings_of(resolved), args.last)
     out = args.out or proposal_dir(root, name, hardware)
-    dirs = [_night_dir(root, e.path) for e in chosen.sources]
+    dirs = [e.run_dir(root) for e in chosen.sources]
     candidate = bless(dirs, out / blessed_path.name, spec=spec, hardware=hardware, scenario=name)
     rejudged = proposal.rejudge(proposal.red_since(ledger, blessed), root, out / blessed_path.name,
                                 (resolved, path.parent))
@@ -155,7 +151,7 @@ def run_propose(args: argparse.Namespace) -> int:
         next_step=next_step, metrics=proposal.metric_changes(blessed, candidate),
         changes=proposal.provenance_changes(blessed, candidate), selection=chosen,
         rejudged=rejudged, runs_root=root, page_dir=out, spec=spec))
-    write_json(out / PROPOSAL_FILE, proposal.proposal_record(
+    write_json(out / PROPOSAL_FILE, proposal_record(
         scenario=name, hardware=hardware, created=now_iso(), blessed=blessed_path,
         blessed_sha256=blessed_sha256, candidate=out / blessed_path.name, selection=chosen))
     turned = sum(r.turned_green for r in rejudged)
@@ -172,15 +168,6 @@ def run_propose(args: argparse.Namespace) -> int:
     print(f"review: {page} ({turned} of {len(rejudged)} red nights turn green)")
     print(f"after review: {next_step}  # then commit it")
     return 0
-
-
-def _scenario_path(given: str) -> str:
-    """A bare scenario name is its params file."""
-    return given if given.endswith((".yaml", ".yml")) or "/" in given else f"{given}.yaml"
-
-
-def _night_dir(root: Path, path: str) -> Path:
-    return Path(path) if Path(path).is_absolute() else root / path
 
 
 def _summary(baseline: Baseline) -> None:

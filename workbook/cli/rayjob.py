@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from workbook.cli import terminal
 from workbook.core.layout import RunDir, default_root, new_run_id
 from workbook.core.project import find_scenario, run_notebook
 from workbook.errors import EXIT_RUN_FAILED
@@ -106,9 +107,7 @@ def conclude(rd: RunDir, outcome: Outcome, *, expected_steps: int | None) -> int
 
     record_outcome(rd, outcome, expected_steps=expected_steps)
     done = close(rd, announce=False)
-    for error in done.errors:
-        print(f"workbook: {error} (traceback in {rd.path / 'workbook-error.log'})",
-              file=sys.stderr)
+    terminal.closing_errors(done.errors, rd.path)
     verdict = rd.verdict()
     status = str(verdict.get("status") or Verdict.FAILED.value)
     print(f"verdict: {status}: {verdict.get('reason') or 'the run was not judged'}")

@@ -8,7 +8,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from workbook.core.layout import ERROR_LOG, RUN_FILES, RunDir, default_root, is_run_dir
+from workbook.cli import terminal
+from workbook.core.layout import RUN_FILES, RunDir, default_root, is_run_dir
 from workbook.core.status import ACTIVE, RunStatus
 from workbook.errors import InputError, RunFailed
 
@@ -81,8 +82,7 @@ def report_command(args: argparse.Namespace) -> int:
         rd = import_log(path, args.out or default_root())
     judge(rd)  # bad input (a baseline that cannot be read) is exit 2, before anything is written
     done = close(rd, announce=False, rerender=True)
-    for error in done.errors:
-        print(f"workbook: {error} (traceback in {rd.path / ERROR_LOG})", file=sys.stderr)
+    terminal.closing_errors(done.errors, rd.path)
     if done.report is None:
         raise RunFailed(f"{rd.path}: the report could not be rendered: "
                         + "; ".join(done.errors))

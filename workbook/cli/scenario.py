@@ -8,7 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workbook.core.layout import ERROR_LOG, RunDir, default_root
+from workbook.cli import terminal
+from workbook.core.layout import RunDir, default_root
 from workbook.core.project import find_scenario
 from workbook.errors import EXIT_RUN_FAILED
 from workbook.params.schema import Scenario
@@ -24,6 +25,13 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verl", type=Path, default=None, metavar="PATH",
                    help="the verl checkout under test (its repository root): the run imports "
                    "verl from it (same as -s verl.path=PATH)")
+
+
+def named_scenario(given: str) -> Path:
+    """The params file of a scenario as ``bisect`` and ``baseline propose`` take it: a path, or
+    a bare name (``gspo-tiny-1n1cpu-fsdp2-vllm``) of a file under params/."""
+    named = given if given.endswith((".yaml", ".yml")) or "/" in given else f"{given}.yaml"
+    return find_scenario(named)
 
 
 def scenario_sets(args: argparse.Namespace) -> list[str]:
@@ -140,8 +148,7 @@ def launch(args: argparse.Namespace, params: Path, s: Scenario,
     result = (execute or driver.execute_run)(
         params, list(args.sets), rd, runs_root=root, launcher=s.launcher,
         notebook=getattr(args, "notebook", None), echo=not getattr(args, "quiet", False))
-    for error in result.errors:
-        print(f"workbook: {error} (traceback in {rd.path / ERROR_LOG})", file=sys.stderr)
+    terminal.closing_errors(result.errors, rd.path)
     return result
 
 

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from workbook.cli import terminal
 from workbook.core.layout import default_root
+from workbook.core.redaction import redact_text
+from workbook.history.bisect_hint import hint_for_run
 
 if TYPE_CHECKING:
     from workbook.batch.records import Record
@@ -96,9 +98,6 @@ def run_command(args: argparse.Namespace) -> int:
 def bisect_hints(records: list[Record], root: Path) -> list[str]:
     """The lines the summary prints for each red entry: its ``workbook bisect`` command, and
     what the command still needs when the ledger does not know it (redacted)."""
-    from workbook.core.redaction import redact_text
-    from workbook.history.bisect_hint import hint_for_run
-
     lines = []
     for record in records:
         if not record.run_dir or not Path(record.run_dir).is_dir():

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from workbook.core.layout import ERROR_LOG
 from workbook.core.redaction import redact_text
 
 CI_WIDTH = 240
@@ -63,6 +65,13 @@ def verdict_line(status: str, reason: str) -> Text:
     """``verdict: PASSED - all 12 checks passed`` (what CI logs are grepped for)."""
     return Text.assemble("verdict: ", (status.upper(), STYLES.get(status, "")),
                          f" - {redact_text(reason)}")
+
+
+def closing_errors(errors: Iterable[str], folder: Path) -> None:
+    """Each closing step that failed, on stderr, with where its traceback was kept: the run's
+    verdict still stands, so the user needs the file to see what went wrong after it."""
+    for error in errors:
+        print(f"workbook: {error} (traceback in {folder / ERROR_LOG})", file=sys.stderr)
 
 
 def _is_tty(stream: object) -> bool:

@@ -5,8 +5,8 @@ in file order, then its deterministic mode's settings and what the hardware prof
 (each unless the scenario set that key), then the workbook's own sinks (file logger beside the
 console). Validation refuses a raw override that sets a key a first-class field owns, so each
 key appears once. The environment is the profile's, the deterministic mode's on top, the
-scenario's ``env:`` over both. A scenario naming a verl
-checkout (``verl.path``) gets it first on PYTHONPATH, so the command imports that checkout's verl.
+scenario's ``env:`` over both. A scenario naming a verl checkout (``verl.path``) gets it first
+on PYTHONPATH, so the command imports that checkout's verl.
 """
 
 from __future__ import annotations

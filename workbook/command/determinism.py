@@ -30,7 +30,7 @@ REWARD_ROLLOUT = "reward.reward_model.rollout"
 
 def _reward_model(s: Scenario) -> bool:
     """Whether the scenario scores with a reward model (verl starts its rollout then)."""
-    return (raw_value(s, "reward.reward_model.enable") or "").strip("'\"").lower() == "true"
+    return hydra.unquoted(raw_value(s, "reward.reward_model.enable") or "").lower() == "true"
 
 
 def switches(s: Scenario) -> list[tuple[str, Any]]:
@@ -75,7 +75,7 @@ def deterministic_overrides(s: Scenario) -> list[tuple[str, Any]]:
 
 def _same(ours: str, theirs: str) -> bool:
     """Equal as Hydra or the library reads it: ``False`` and ``false`` are one value."""
-    ours, theirs = ours.strip("'\""), theirs.strip("'\"")
+    ours, theirs = hydra.unquoted(ours), hydra.unquoted(theirs)
     if {ours.lower(), theirs.lower()} <= {"true", "false"}:
         return ours.lower() == theirs.lower()
     return ours == theirs

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workbook.params import hydra
 from workbook.params.schema import Scenario
 from workbook.params.validation import raw_value
 
@@ -41,7 +42,7 @@ def engine_of(s: Scenario) -> str:
     after it (``ppo_megatron_trainer``, a recipe's ``dapo_megatron_trainer``), else ``dp``."""
     chosen = raw_value(s, "model_engine")
     if chosen:
-        return chosen.strip("'\"")
+        return hydra.unquoted(chosen)
     return "megatron" if "megatron" in (s.entry.config_name or "") else DEFAULT_ENGINE
 
 

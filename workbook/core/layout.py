@@ -35,7 +35,7 @@ __all__ = ["ALIGNMENTS_DIR", "ALIGNMENT_FILE", "ALIGNMENT_PAGE", "BISECTS_DIR", 
            "COMPARISON_PAGE", "ERROR_LOG", "INDEX", "RAYJOB_FILE", "ROLLOUTS_DIR", "RUN_FILES", "RUN_MARKERS",
            "RunDir", "STOP_FILE", "SUITES_DIR", "SUITE_FILE", "SUMMARY_CACHE", "SWEEPS_DIR",
            "SWEEP_FILE", "TREND_CACHE", "default_root", "is_run_dir", "lane_cluster_file",
-           "new_run_id", "now_iso", "write_atomic", "write_json", "write_redacted"]  # fmt: skip
+           "new_run_id", "now_iso", "read_json_object", "write_atomic", "write_json", "write_redacted"]  # fmt: skip
 
 RUN_FILES = {
     "params": "params.resolved.yaml",
@@ -154,6 +154,11 @@ class RunDir:
             return {}
         return json.loads(path.read_text(encoding="utf-8"))
 
+    def json_object(self, key: str) -> dict[str, Any]:
+        """One of the run's JSON files as :func:`read_json_object` reads it: {} for whatever is
+        not there to read."""
+        return read_json_object(self.file(key))
+
     def verdict(self) -> dict[str, Any]:
         """The run's verdict (``checks.json``, else the one ``run.json`` recorded), or ``{}``."""
         return self.read_json("checks").get("verdict") or self.read_json("run").get("verdict") or {}
@@ -176,6 +181,21 @@ def write_json(path: Path, data: Any, *, sort_keys: bool = False) -> Path:
     exact (``{"pass": 16}`` stays), then written atomically. The one JSON guard writers share.
     """
     return write_atomic(Path(path), dump_json(data, sort_keys=sort_keys))
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON object file of the runs tree, {} when it is missing, not a regular file (a FIFO
+    would block the read), unreadable, not JSON or not an object. For the readers that show or
+    sum up what a run left, which a half-written or hand-edited run must not stop; a reader that
+    must say a file is broken uses :meth:`RunDir.read_json`."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def write_redacted(path: Path, text: str, *, form: str | None = None) -> Path:

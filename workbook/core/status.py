@@ -81,6 +81,9 @@ ENDED = (RunStatus.SUCCEEDED.value, RunStatus.FAILED.value, RunStatus.STOPPED.va
 FAILED_STATUSES = (RunStatus.FAILED.value, RunStatus.TIMEOUT.value)
 # Statuses that say nothing about how a process ended (a log from elsewhere has no process).
 BARE = (None, RunStatus.IMPORTED.value, Shown.UNKNOWN.value)
+# A red night: the verdicts a report answers with the last green night, the ledger counts as red
+# and a bisect can start from (the verdict that counts as bad).
+RED = (Verdict.REGRESSED.value, Verdict.FAILED.value)
 # Verdicts a suite or sweep keeps when it resumes; a stopped run is run again.
 FINISHED_VERDICTS = (Verdict.PASSED.value, Verdict.IMPROVED.value, Verdict.SUSPECT.value,
                      Verdict.REGRESSED.value, Verdict.FAILED.value)

@@ -4,7 +4,8 @@
 run directories are the truth, the ledger file a cache of them); :mod:`~workbook.history.changes`
 says what differs between two entries: a red night's "what changed since the last green one",
 and the environment changes the index's trend charts mark; :mod:`~workbook.history.proposal`
-picks the nights a baseline refresh is blessed from; :mod:`~workbook.history.overview` sums a
+picks the nights a baseline refresh is blessed from, :mod:`~workbook.history.proposal_record`
+the record each proposal leaves for the index; :mod:`~workbook.history.overview` sums a
 scenario's nights up for the index (red since when, improved nights, a stale baseline).
 """
 

@@ -82,10 +82,7 @@ def hint_for_run(run_dir: Path, runs_root: Path) -> BisectHint | None:
     this = entry_of(run_dir, runs_root)
     if this is None or not this.red:
         return None
-    try:
-        run = RunDir(Path(run_dir)).read_json("run")
-    except (OSError, ValueError):
-        run = {}
+    run = RunDir(Path(run_dir)).json_object("run")
     green = last_green(read_ledger(runs_root, this.scenario, this.hardware), before=this)
     return hint_for(run, this, green)
 

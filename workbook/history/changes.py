@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from workbook.core.quoting import value_text
 from workbook.history.ledger import Entry
 from workbook.params.settings import TUNING_FIELDS, changed, tuning_in
 
@@ -79,8 +80,8 @@ def _mapping(kind: str, old: Mapping[str, Any], new: Mapping[str, Any], *, absen
     for name in sorted(set(old) | set(new), key=str.lower):
         before, after = old.get(name), new.get(name)
         if before != after:
-            found.append(Change(kind, f"{prefix}{name}{suffix}", _text(before, absent),
-                                _text(after, absent)))
+            found.append(Change(kind, f"{prefix}{name}{suffix}", value_text(before, absent),
+                                value_text(after, absent)))
     return found
 
 
@@ -91,8 +92,8 @@ def _commits(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
 def _baseline(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
     """Another baseline file, or the same file with other content (blessed again)."""
     if old.get("path") != new.get("path"):
-        return [Change(BASELINE, "baseline", _text(old.get("path"), "none"),
-                       _text(new.get("path"), "none"))]
+        return [Change(BASELINE, "baseline", value_text(old.get("path"), "none"),
+                       value_text(new.get("path"), "none"))]
     return _one(BASELINE, "baseline content (sha256)", _short(old.get("sha256")),
                 _short(new.get("sha256")))
 
@@ -105,7 +106,8 @@ def _settings(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
             found.append(Change(SETTING, name, "set" if before else "not set",
                                 "set" if after else "not set"))
         else:
-            found.append(Change(SETTING, name, _text(before, "unset"), _text(after, "unset")))
+            found.append(Change(SETTING, name, value_text(before, "unset"),
+                                value_text(after, "unset")))
     return found
 
 
@@ -150,12 +152,6 @@ def _key_text(key: Mapping[str, Any] | None) -> str:
 
 def _short(digest: Any) -> str:
     return str(digest)[:12] if digest else UNKNOWN
-
-
-def _text(value: Any, absent: str) -> str:
-    if value is None:
-        return absent
-    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 __all__ = ["BASELINE", "COMMIT", "ENVIRONMENT", "HARDWARE", "HOST", "IMAGE", "KINDS",

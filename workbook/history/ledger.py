@@ -5,9 +5,10 @@ suite night's entry or a single run) leaves an entry: when it ran, its verdict, 
 (package versions, verl and workbook commits, image, host, hardware key, the machine's
 conditions while it trained), the scenario's algorithmic settings, its tuning and its ``env:``
 (:mod:`workbook.params.settings`), the baseline it was judged against (path and digest) and its
-headline numbers (the window values of its baseline comparisons). A sweep point varies a setting on purpose, a bisect's step runs an old
-verl commit on purpose and a run that loads a fault (``WORKBOOK_FAULT``: a planted regression) is
-meant to be red: none is a night, and none is in the ledger.
+headline numbers (the window values of its baseline comparisons). A sweep point varies a setting
+on purpose, a bisect's step runs an old verl commit on purpose and a run that loads a fault
+(``WORKBOOK_FAULT``: a planted regression) is meant to be red: none is a night, and none is in
+the ledger.
 
 The run directories are the truth. ``<runs root>/ledger/<scenario>.<hardware>.jsonl`` caches
 their entries: :func:`record` updates it when a run is closed, and a runs root without a
@@ -39,20 +40,20 @@ from workbook.core.layout import (
     SWEEP_FILE,
     SWEEPS_DIR,
     is_run_dir,
+    read_json_object,
     write_atomic,
 )
 from workbook.core.redaction import dump_json
 from workbook.core.serialization import load_yaml
-from workbook.core.status import VERDICTS, Verdict
+from workbook.core.status import RED, VERDICTS, Verdict
 from workbook.errors import WorkbookError
 from workbook.params.settings import environment_of, settings_of, tuning_of
-from workbook.provenance import hardware_key, image_of
+from workbook.provenance import hardware_key, image_of, versions_of
 
 LEDGER_DIR = "ledger"
 LOCK_FILE = ".lock"
 FAULT_ENV = "WORKBOOK_FAULT"  # benchmarks/faults: a planted fault the run is meant to show
 GREEN = (Verdict.PASSED.value, Verdict.IMPROVED.value)
-RED = (Verdict.REGRESSED.value, Verdict.FAILED.value)
 SINGLE = "single run"  # an entry's ``night`` when no suite ran it
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -103,6 +104,12 @@ class Entry:
         """Which ledger the entry is in: its scenario and hardware."""
         return (self.scenario, self.hardware)
 
+    def run_dir(self, runs_root: Path) -> Path:
+        """The night's run directory: ``path`` is kept relative to the runs root it is in, so a
+        runs root moved or published whole keeps its entries."""
+        path = Path(self.path)
+        return path if path.is_absolute() else Path(runs_root) / path
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -137,8 +144,8 @@ def entry_of(run_dir: Path, runs_root: Path, *, verdict: str | None = None,
     (it is being closed): then the file's as it is.
     """
     run_dir = Path(run_dir)
-    run = _json(run_dir / RUN_FILES["run"])
-    checks = _json(run_dir / RUN_FILES["checks"])
+    run = read_json_object(run_dir / RUN_FILES["run"])
+    checks = read_json_object(run_dir / RUN_FILES["checks"])
     judged = _mapping(checks.get("verdict")) or _mapping(run.get("verdict"))
     verdict = str(verdict or judged.get("status") or "")
     if verdict not in VERDICTS:
@@ -154,9 +161,9 @@ def entry_of(run_dir: Path, runs_root: Path, *, verdict: str | None = None,
         date=str(run.get("started_at") or ""),
         verdict=verdict,
         night=_night(run_dir, runs_root),
-        versions=_versions(run),
+        versions=versions_of(run),
         commits={k: str(v) for k, v in _mapping(run.get("commits")).items() if v},
-        image=image_of(run, _mapping(_json(run_dir / RUN_FILES["command_json"]).get("env"))),
+        image=image_of(run, _mapping(read_json_object(run_dir / RUN_FILES["command_json"]).get("env"))),
         host=str(run["host"]) if run.get("host") else None,
         hardware_key=key,
         settings=settings,
@@ -176,10 +183,10 @@ def counts(run_dir: Path, runs_root: Path) -> bool:
     run_dir = Path(run_dir)
     if _in_sweep(run_dir, runs_root) or _in_bisect(run_dir, runs_root):
         return False
-    env = _json(run_dir / RUN_FILES["command_json"]).get("env")
+    env = read_json_object(run_dir / RUN_FILES["command_json"]).get("env")
     if isinstance(env, dict) and str(env.get(FAULT_ENV) or "").strip():
         return False
-    overrides = _json(run_dir / RUN_FILES["run"]).get("overrides")
+    overrides = read_json_object(run_dir / RUN_FILES["run"]).get("overrides")
     prefix = f"env.{FAULT_ENV}="
     loaded = [str(o)[len(prefix):] for o in overrides if str(o).startswith(prefix)] if isinstance(
         overrides, list) else []
@@ -358,18 +365,6 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _json(path: Path) -> dict[str, Any]:
-    """A run file's JSON object, {} when it is missing, not a regular file (a FIFO would block)
-    or not one."""
-    if not Path(path).is_file():
-        return {}
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _params(run_dir: Path) -> dict[str, Any] | None:
     """The run's resolved params, None when it has none (or they cannot be read)."""
     path = run_dir / RUN_FILES["params"]
@@ -380,13 +375,6 @@ def _params(run_dir: Path) -> dict[str, Any] | None:
     except WorkbookError:
         return None
     return data if isinstance(data, dict) else None
-
-
-def _versions(run: Mapping[str, Any]) -> dict[str, str]:
-    found = {str(k): str(v) for k, v in _mapping(run.get("versions")).items() if v}
-    if run.get("cann_version"):
-        found["CANN"] = str(run["cann_version"])
-    return found
 
 
 def _baseline(run: Mapping[str, Any], checks: Mapping[str, Any], *, recorded: bool

@@ -36,10 +36,10 @@ from workbook.history.ledger import Entry, last_green
 from workbook.history.proposal import (
     DEFAULT_LAST,
     ProposalError,
-    Recorded,
     baseline_entry,
     select_sources,
 )
+from workbook.history.proposal_record import Recorded
 
 RECENT_GREENS = 3  # the green nights whose environment must all differ for the baseline's to be old
 MOVED_KINDS = (PACKAGE, IMAGE, HARDWARE, TUNING, ENVIRONMENT)
@@ -146,8 +146,6 @@ def _moved(ordered: list[Entry], baseline: Baseline | None) -> list[Change]:
                   if c.kind in MOVED_KINDS and c.name not in NOT_MOVED} for night in recent]
     shared = set(per_night[0]).intersection(*per_night[1:])
     return [c for key, c in per_night[0].items() if key in shared]
-
-
 
 
 __all__ = ["BaselineState", "Overview", "overview"]

@@ -3,7 +3,8 @@
 A baseline goes stale as the code under test gets faster (an ``improved`` night) or as the
 environment moves. ``workbook baseline propose`` blesses a candidate from the scenario's last
 green nights in the ledger and sets it beside the blessed baseline for review; this module
-holds the pure parts. The source nights are the last N green ones with the scenario's current
+chooses and compares (the record left for the index is :mod:`workbook.history.proposal_record`'s,
+the page :mod:`workbook.report.proposal`'s). The source nights are the last N green ones with the scenario's current
 settings on one hardware key, measured on machines bless accepts together (the one rule is
 :func:`workbook.checks.conditions.unlike_runs`; a night passed over says why): a night with
 other settings is another experiment and never feeds the candidate; its tuning and env may
@@ -15,12 +16,10 @@ judged again against the candidate, in process, by the judging ``workbook check`
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,6 @@ from workbook.checks.baseline import Baseline
 from workbook.checks.conditions import BUSIER, OTHER_CPU, SLOWER, STOLEN, Unlike, unlike_runs
 from workbook.checks.runner import check_path
 from workbook.core.clock import utc_time
-from workbook.core.layout import PROPOSAL_FILE, PROPOSAL_PAGE, proposals_of
 from workbook.core.status import Verdict as Word
 from workbook.errors import BaselineError, WorkbookError
 from workbook.history.changes import Change, changes_since
@@ -258,8 +256,7 @@ def rejudge(nights: Sequence[Entry], runs_root: Path, candidate: Path,
     checks.json is not touched); a night whose directory is gone or unreadable says so."""
     found = []
     for entry in nights:
-        path = Path(entry.path)
-        path = path if path.is_absolute() else Path(runs_root) / path
+        path = entry.run_dir(runs_root)
         try:
             verdict, _ = check_path(path, baseline=candidate, scenario=scenario)
         except BaselineError:
@@ -291,70 +288,10 @@ def _recorded(value: Any) -> dict[str, Any] | None:
     return {str(k): v for k, v in value.items()} if isinstance(value, Mapping) else None
 
 
-@dataclass(frozen=True)
-class Recorded:
-    """A proposal as ``propose`` left it: its folder, when it was made, the blessed baseline's
-    content it was made against (its SHA-256) and its review page (None: not there)."""
-
-    folder: Path
-    created: str
-    blessed_sha256: str | None
-    review: Path | None
-
-
-def proposal_record(*, scenario: str, hardware: str, created: str, blessed: Path,
-                    blessed_sha256: str | None, candidate: Path,
-                    selection: Selection) -> dict[str, Any]:
-    """What ``propose`` writes beside the candidate (:data:`~workbook.core.layout.PROPOSAL_FILE`)
-    for the index: a candidate is ready while the blessed baseline still has this content."""
-    return {"scenario": scenario, "hardware": hardware, "created": created,
-            "blessed": {"path": str(blessed), "sha256": blessed_sha256},
-            "candidate": candidate.name, "review": PROPOSAL_PAGE,
-            "sources": [e.run_id for e in selection.sources],
-            "passed_over": [{"run_id": p.entry.run_id, "why": p.why} for p in selection.passed_over]}
-
-
-def recorded_proposals(runs_root: Path, scenario: str, hardware: str) -> list[Recorded]:
-    """The proposals of a scenario on one hardware in the runs root, newest first (a folder
-    without a readable record is not one)."""
-    found = []
-    folder = proposals_of(runs_root, scenario, hardware)
-    try:
-        folders = [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()]
-    except OSError:
-        return []
-    for path in folders:
-        data = _record(path / PROPOSAL_FILE)
-        blessed = data.get("blessed")
-        if not data or not isinstance(blessed, Mapping):
-            continue
-        review = path / str(data.get("review") or PROPOSAL_PAGE)
-        sha = blessed.get("sha256")
-        found.append(Recorded(path, str(data.get("created") or ""),
-                              str(sha) if sha else None, review if review.is_file() else None))
-    return sorted(found, key=lambda r: (utc_time(r.created) or _EPOCH, r.folder.name), reverse=True)
-
-
-def _record(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-
-
-
-
 def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
 __all__ = ["DEFAULT_LAST", "MIN_SOURCES", "MetricChange", "PassedOver", "ProposalError",
-           "Recorded", "Rejudged", "Selection", "baseline_entry", "metric_changes",
-           "proposal_record", "provenance_changes", "recorded_proposals", "red_since", "rejudge",
-           "select_sources"]
+           "Rejudged", "Selection", "baseline_entry", "metric_changes", "provenance_changes",
+           "red_since", "rejudge", "select_sources"]

@@ -4,10 +4,10 @@ A failed verl run leaves its cause somewhere in Ray's noise: a worker's tracebac
 around it (``RayTaskError(OutOfMemoryError)``), Hydra's short config message, an Ascend error
 code (``EL0004``, ``EI0002``), a kill signal in the exit code. Some are not the run's fault at
 all: a device's ECC error, a full disk, a Ray node that never started, a link HCCL or NCCL could
-not open, a port another process on the node already holds are ``infrastructure`` (a suite may retry those), each cause named. This module holds
-only the data that recognises them: the categories with their rank and labels, the patterns,
-the shapes of exception, config-frame and Ray-wrapper lines, and the substring prefilter in
-front of them. A new form of failure is a change here; ``diagnosis`` keeps the logic.
+not open, a port another process on the node already holds are ``infrastructure`` (a suite may
+retry those), each cause named. This module holds only the data that recognises them: the
+categories with their rank and labels, the patterns, the shapes of exception, config-frame and
+Ray-wrapper lines, and the substring prefilter in front of them. A new form of failure is a change here; ``diagnosis`` keeps the logic.
 """
 
 from __future__ import annotations

@@ -21,14 +21,12 @@ float32); the most complete source names them (:func:`combine`, recorded as
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-from workbook.core.layout import RUN_FILES, file_signature
+from workbook.core.clock import utc_time
+from workbook.core.layout import RUN_FILES, file_signature, read_json_object
 from workbook.metrics.model import MetricsSource, RunMetrics
 
 JSONL, TENSORBOARD, CONSOLE = "jsonl", "tensorboard", "console"
@@ -124,27 +122,14 @@ def combine(parts: Mapping[str, RunMetrics], notes: Sequence[str] = ()) -> RunMe
 def _command_env(folder: Path) -> dict[str, str]:
     """The environment the run's command was given (``command.json``; {} without one, or
     when it is not a regular file: a FIFO is never opened)."""
-    path = Path(folder) / RUN_FILES["command_json"]
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    env = data.get("env") if isinstance(data, dict) else None
+    env = read_json_object(Path(folder) / RUN_FILES["command_json"]).get("env")
     return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
 
 
 def _started(folder: Path) -> float | None:
     """When the run started (run.json's ``started_at``) as a POSIX time, None if unknown."""
-    path = Path(folder) / RUN_FILES["run"]
-    if not path.is_file():
-        return None
-    try:
-        record: Any = json.loads(path.read_text(encoding="utf-8"))
-        return datetime.fromisoformat(str(record["started_at"]).replace("Z", "+00:00")).timestamp()
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
+    started = utc_time(str(read_json_object(Path(folder) / RUN_FILES["run"]).get("started_at") or ""))
+    return started.timestamp() if started else None
 
 
 def _resolved(folder: Path, named: str) -> Path:

@@ -37,6 +37,12 @@ def override(key: str, v: Any) -> str:
     return f"{key}={value(v)}"
 
 
+def unquoted(text: str) -> str:
+    """A raw override's value as Hydra reads a quoted string: without its quotes (``'dp'``,
+    ``"true"``), so a scenario's quoting never changes what a value means."""
+    return text.strip("'\"")
+
+
 def key_of(raw: str) -> str:
     """The config key a raw override sets (``+a.b=1`` -> ``a.b``)."""
     return raw.split("=", 1)[0].lstrip("+~").strip()

@@ -49,6 +49,8 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
+from workbook.core.quoting import value_text
+
 FIELDS = (
     "model_path", "critic_model_path", "train_files", "val_files",
     "adv_estimator", "policy_loss", "loss_agg_mode",
@@ -159,7 +161,7 @@ def differences(baseline: Mapping[str, Any], run: Mapping[str, Any]) -> list[str
         if name.startswith("override ") and isinstance(old, bool):
             found.append(f"{name} {'dropped' if old else 'added'}")
         else:
-            found.append(f"{name} {_text(old)} -> {_text(new)}")
+            found.append(f"{name} {value_text(old, 'unset')} -> {value_text(new, 'unset')}")
     return found
 
 
@@ -187,7 +189,3 @@ def _override(item: str) -> str:
     if sep and ("/" in value or value.startswith(("~", "$"))) and not value.startswith("["):
         value = _path_name(value)
     return f"{key}{sep}{value}"
-
-
-def _text(value: Any) -> str:
-    return "unset" if value is None else f"{value:g}" if isinstance(value, float) else str(value)

@@ -16,14 +16,14 @@ from workbook.plots.catalog import unit_of
 from workbook.plots.panels import OKABE_ITO, finish_axes, line, new_figure, to_png
 
 ERROR_COLOUR = 3  # the palette's vermilion, apart from the two runs' blue and orange
+LABELS = ("run A", "run B")
 
 
 def aligned_curves(metric: str, a: Mapping[int, float], b: Mapping[int, float],
-                   errors: Mapping[int, float], threshold: float | None,
-                   labels: tuple[str, str] = ("run A", "run B")) -> bytes:
+                   errors: Mapping[int, float], threshold: float | None) -> bytes:
     """PNG of ``metric``: A and B overlaid (left), B's error per step in % (right)."""
     fig, (curves, error) = new_figure(2)
-    for i, (label, series) in enumerate(zip(labels, (a, b), strict=True)):
+    for i, (label, series) in enumerate(zip(LABELS, (a, b), strict=True)):
         line(curves, dict(series), label, i)
     curves.set_ylabel(unit_of(metric))
     curves.set_title("both runs", fontsize=9)

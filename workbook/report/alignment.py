@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,19 +21,29 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from workbook.checks.aligned_runs import Alignment, RunSide, align_runs
-from workbook.checks.alignment import BEYOND, MISSING, REPORTED, THROUGHPUT, UNDEFINED, WITHIN
+from workbook.checks.alignment import (
+    BEYOND,
+    MISSING,
+    REPORTED,
+    THROUGHPUT,
+    UNDEFINED,
+    WITHIN,
+    percent_text,
+    threshold_text,
+)
 from workbook.checks.evidence import read_run
 from workbook.core.layout import (
     ALIGNMENT_FILE,
     ALIGNMENT_PAGE,
     ALIGNMENTS_DIR,
-    RUN_FILES,
     default_root,
     new_run_id,
     write_json,
 )
+from workbook.core.quoting import value_text
 from workbook.errors import InputError
 from workbook.plots.alignment import aligned_curves
+from workbook.report.links import report_href
 from workbook.report.palette import differs_style, warning_style
 from workbook.report.sections import Figure, Section, encoded
 from workbook.report.template import environment
@@ -200,8 +208,8 @@ def table(value: Any) -> AlignmentSection[Metrics]:
     for m in a.metrics:
         test = m.paired
         rows.append(MetricLine(
-            m.metric, "-" if m.threshold is None else f"{m.threshold:g} %", _pct(m.mae),
-            _pct(m.max_error), "-" if m.first_beyond is None else str(m.first_beyond),
+            m.metric, threshold_text(m.threshold), percent_text(m.mae), percent_text(m.max_error),
+            "-" if m.first_beyond is None else str(m.first_beyond),
             len(m.steps), m.status, SHOWN[m.status],
             "-" if test is None or test.p is None else
             f"p = {test.p:.2g}; B above A at {test.above} of {test.steps} steps, below at {test.below}",
@@ -236,28 +244,11 @@ def runs(value: Any) -> AlignmentSection[Runs]:
         for name in sorted(set(left) | set(right)):
             if left.get(name) is None and right.get(name) is None:
                 continue  # recorded by neither run
-            x, y = _text(left.get(name)), _text(right.get(name))
+            x, y = value_text(left.get(name), "-"), value_text(right.get(name), "-")
             rows.append(FactLine(group, name, x, y, x != y))
     return AlignmentSection("alignment-runs", Runs(
-        a, b, _report_link(a, record.folder), _report_link(b, record.folder), tuple(rows),
+        a, b, report_href(a.path, record.folder), report_href(b.path, record.folder), tuple(rows),
         sum(r.differs for r in rows), differs_style()))
-
-
-def _report_link(side: RunSide, folder: Path) -> str | None:
-    report = Path(side.path) / RUN_FILES["report"]
-    if not report.is_file():
-        return None
-    return Path(os.path.relpath(report.resolve(), Path(folder).resolve())).as_posix()
-
-
-def _text(value: Any) -> str:
-    return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def _pct(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return "undefined" if not math.isfinite(value) else f"{value:.3g} %"
 
 
 def _number(value: float | None) -> str:

@@ -10,15 +10,14 @@ page), and every candidate commit with its state. Self-contained and redacted li
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from workbook.core.layout import RUN_FILES, RunDir, write_atomic
+from workbook.core.layout import RunDir, write_atomic
 from workbook.core.quoting import cut
+from workbook.report.links import report_href
 from workbook.report.page import page
 from workbook.report.template import environment
 
@@ -123,6 +122,8 @@ def bisect_html(view: BisectView) -> str:
 
 
 def write_bisect_page(path: Path, data: Mapping[str, Any], directory: Path) -> Path:
+    """Write the page from a bisect.json document, atomically: it is written again after every
+    step, and a reader refreshing it mid-bisect must never see half of it."""
     write_atomic(Path(path), bisect_html(bisect_view(data, directory)))
     return Path(path)
 
@@ -150,23 +151,14 @@ def _failing(run_dir: Any) -> tuple[str, ...]:
     """The checks the run failed (checks.json rows that failed or could not be computed)."""
     if not run_dir:
         return ()
-    try:
-        rows = RunDir(Path(str(run_dir))).read_json("checks").get("rows") or []
-    except (OSError, ValueError, AttributeError):
-        return ()
+    rows = RunDir(Path(str(run_dir))).json_object("checks").get("rows") or []
     return tuple(cut(f"{r.get('name')}: {r.get('message') or r.get('status')}", 160)
                  for r in rows if isinstance(r, dict) and r.get("status") in FAILING)
 
 
 def _report_href(run_dir: Any, directory: Path) -> str | None:
-    """The run's report relative to the page (percent-encoded), None when it has none."""
-    if not run_dir:
-        return None
-    report = Path(str(run_dir)) / RUN_FILES["report"]
-    if report.is_symlink() or not report.is_file():
-        return None
-    relative = os.path.relpath(report.resolve(), Path(directory).resolve())
-    return quote(Path(relative).as_posix(), safe="/")
+    """The run's report relative to the page, None when the step recorded no run."""
+    return report_href(str(run_dir), directory) if run_dir else None
 
 
 def _mapping(value: Any) -> dict[str, Any]:

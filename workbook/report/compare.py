@@ -26,12 +26,12 @@ from workbook.core.layout import (
     COMPARISON_FILE,
     COMPARISON_PAGE,
     COMPARISONS_DIR,
-    RUN_FILES,
     SWEEP_FILE,
     new_run_id,
     write_json,
 )
 from workbook.plots.panels import overlay
+from workbook.report.links import report_href
 from workbook.report.sections import Figure, Section, encoded
 from workbook.report.view import RunView, load_view
 
@@ -147,7 +147,7 @@ def table(comparison: Any) -> Section[RunsTable]:
             step=_fmt(numbers["step"]),
             step_delta=_delta(numbers["step"], first["step"], relative=True),
             replayed=numbers["replayed"], verdict=verdict,
-            report=_relative_link(view.path / RUN_FILES["report"], c.folder)))
+            report=report_href(view.path, c.folder)))
     return Section("compare-table", RunsTable(head, tuple(rows)))
 
 
@@ -211,15 +211,6 @@ def _new_folder() -> Path:
 def runs_root_of(c: Comparison) -> Path | None:
     roots = {str(v.run.get("runs_root")) for v in c.runs if v.run.get("runs_root")}
     return Path(roots.pop()) if len(roots) == 1 else None
-
-
-def _relative_link(target: Path, base: Path) -> str | None:
-    """``target`` relative to ``base`` (a link that works wherever the tree is copied)."""
-    import os
-
-    if not target.is_file():
-        return None
-    return Path(os.path.relpath(target, base)).as_posix()
 
 
 def _fmt(value: float | None) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import os
 import secrets
 from base64 import b64encode
 from collections import Counter
@@ -23,7 +22,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from workbook.core.layout import (
     ALIGNMENT_FILE,
@@ -35,14 +33,18 @@ from workbook.core.layout import (
     RUN_FILES,
     SUITE_FILE,
     TREND_CACHE,
+    read_json_object,
     write_atomic,
 )
 from workbook.core.status import SHOWN
 from workbook.history.ledger import Entry, read_all
 from workbook.history.onsets import onsets as onsets_of
 from workbook.plots.trends import ChangeMark, change_marks, trend_chart
+from workbook.report import links
+from workbook.report.bisect import BANNER as BISECT_BANNER
 from workbook.report.nightly import nightly_html, nightly_rows
 from workbook.report.page import page
+from workbook.report.palette import ALIGNMENT_VERDICTS
 from workbook.report.summary import HEADLINES, RunSummary, RunTree, scan, summarize
 from workbook.report.view import date_text, duration_text
 
@@ -151,7 +153,7 @@ def _table(runs: list[RunSummary], runs_root: Path, base: Path) -> str:
     for r in runs:
         report = Path(r.path) / RUN_FILES["report"]
         link = (
-            f'<a href="{_e(_href(report, base))}">report</a>'
+            f'<a href="{_e(links.href(report, base))}">report</a>'
             if r.has_report and _linkable(report, runs_root)
             else f"no report ({_e(r.status)})"
         )
@@ -188,7 +190,7 @@ def _suites(tree: RunTree, runs_root: Path, base: Path) -> str:
             # in a published copy of the tree too
             run_dir = Path(str(e.get("run_dir") or "."))
             report = path.parent.joinpath(*run_dir.parts[-2:], RUN_FILES["report"])
-            link = (f'<a href="{_e(_href(report, base))}">report</a>'
+            link = (f'<a href="{_e(links.href(report, base))}">report</a>'
                     if e.get("run_dir") and _linkable(report, runs_root) else "no report")
             duration = duration_text(e.get("duration_s")) if e.get("duration_s") else ""
             rows.append(f'<tr data-entry="{_e(str(e.get("key")))}"><td>{_e(str(e.get("key")))}</td>'
@@ -213,7 +215,7 @@ def _comparisons(tree: RunTree, runs_root: Path, base: Path) -> str:
     items = []
     for found in sorted(pages, key=lambda p: p.stat().st_mtime, reverse=True):
         label = "/".join(found.parent.relative_to(runs_root).parts)
-        items.append(f'<li data-comparison="{_e(label)}"><a href="{_e(_href(found, base))}">'
+        items.append(f'<li data-comparison="{_e(label)}"><a href="{_e(links.href(found, base))}">'
                      f"{_e(label)}</a></li>")
     return f"<h2>Comparisons</h2><ul>{''.join(items)}</ul>"
 
@@ -242,10 +244,9 @@ def _bisect_line(record: dict[str, Any]) -> tuple[str, str]:
 
 ALIGNMENTS = Listed("Alignments", "alignment", ALIGNMENT_PAGE, ALIGNMENT_FILE, _alignment_line)
 BISECTS = Listed("Bisects", "bisect", BISECT_PAGE, BISECT_FILE, _bisect_line)
-# a status word's badge colour: an aligned pair reads green; a found culprit in the colour its page
-# gives it (a regression was found), as do pairs not aligned
-_BADGES = {"aligned": "passed", "not aligned": "regressed", "found": "regressed",
-           "running": "unknown", "stopped": "stopped"}
+# a status word's badge colour, as its own page's banner shows it (an aligned pair green, a found
+# culprit in the colour of the regression it found)
+_BADGES = {**ALIGNMENT_VERDICTS, **BISECT_BANNER}
 
 
 def _listed(tree: RunTree, runs_root: Path, base: Path, kind: Listed) -> str:
@@ -256,13 +257,12 @@ def _listed(tree: RunTree, runs_root: Path, base: Path, kind: Listed) -> str:
     for found in sorted(pages, key=lambda p: p.stat().st_mtime, reverse=True):
         label = "/".join(found.parent.relative_to(runs_root).parts)
         try:
-            record = json.loads((found.parent / kind.record).read_text(encoding="utf-8"))
-            status, said = kind.read(record)
-        except (OSError, ValueError, KeyError, TypeError):
+            status, said = kind.read(read_json_object(found.parent / kind.record))
+        except (KeyError, TypeError):  # {}: missing or broken; or not the shape it should be
             status, said = "unknown", f"its {kind.record} cannot be read"
         badge = _BADGES.get(status, "unknown" if status == "unknown" else "regressed")
         items.append(f'<li data-{kind.attribute}="{_e(label)}"><span class="badge b-{badge}">'
-                     f'{_e(status)}</span> <a href="{_e(_href(found, base))}">{_e(label)}</a>: '
+                     f'{_e(status)}</span> <a href="{_e(links.href(found, base))}">{_e(label)}</a>: '
                      f"{_e(said)}</li>")
     return f"<h2>{kind.heading}</h2><ul>{''.join(items)}</ul>" if items else ""
 
@@ -335,19 +335,14 @@ def _nightly(ledgers: dict[tuple[str, str], list[Entry]], runs_root: Path, base:
     """Per scenario and hardware: red since when and what changed, the last green night, the
     improved nights and the baseline's state (:mod:`workbook.report.nightly`)."""
     def link(path: Path) -> str | None:
-        return _href(path, base) if _linkable(path, runs_root) else None
+        return links.href(path, base) if _linkable(path, runs_root) else None
 
     return nightly_html(nightly_rows(ledgers, runs_root, link))
 
 
 def _nights(ledgers: dict[tuple[str, str], list[Entry]], runs_root: Path) -> dict[str, Entry]:
     """Every ledger entry by its run directory (resolved), as the trend charts look them up."""
-    return {_resolved(_run_path(e, runs_root)): e for entries in ledgers.values() for e in entries}
-
-
-def _run_path(entry: Entry, runs_root: Path) -> Path:
-    path = Path(entry.path)
-    return path if path.is_absolute() else Path(runs_root) / path
+    return {_resolved(e.run_dir(runs_root)): e for entries in ledgers.values() for e in entries}
 
 
 def _resolved(path: str | Path) -> str:
@@ -386,16 +381,6 @@ def _linkable(path: Path, runs_root: Path) -> bool:
     if path.is_symlink() or not path.is_file():
         return False
     return Path(runs_root).resolve() in path.resolve().parents
-
-
-def _href(path: Path, base: Path) -> str:
-    """A relative URL that opens ``path``: ``#``, ``?``, ``%``, spaces and ``:`` in a run or
-    scenario name are percent-encoded (else a browser reads a fragment, query or scheme)."""
-    return quote(_relative(path, base), safe="/")
-
-
-def _relative(path: Path, base: Path) -> str:
-    return Path(os.path.relpath(Path(path).resolve(), Path(base).resolve())).as_posix()
 
 
 def _fmt(value: float | None) -> str:

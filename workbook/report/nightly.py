@@ -18,7 +18,7 @@ from workbook.core.layout import RUN_FILES
 from workbook.errors import WorkbookError
 from workbook.history.ledger import Entry, file_sha256
 from workbook.history.overview import BaselineState, Overview, overview
-from workbook.history.proposal import recorded_proposals
+from workbook.history.proposal_record import recorded_proposals
 from workbook.report.template import environment
 from workbook.report.view import date_text
 
@@ -101,8 +101,7 @@ def nightly_html(rows: Sequence[NightlyRow]) -> str:
 
 def _row(seen: Overview, runs_root: Path, link: Link) -> NightlyRow:
     def night(entry: Entry) -> NightLink:
-        target = Path(entry.path)
-        report = (target if target.is_absolute() else runs_root / target) / RUN_FILES["report"]
+        report = entry.run_dir(runs_root) / RUN_FILES["report"]
         return NightLink(entry.run_id, date_text(entry.date) if entry.date else entry.run_id,
                          link(report))
 

@@ -23,10 +23,8 @@ VERDICT_COLOURS = {  # verdict -> (border, background)
     Verdict.STOPPED.value: ("#56B4E9", "#eef4f8"),
     Shown.RUNNING.value: ("#0072B2", "#e1eef7"),
 }
-ALIGNMENT_COLOURS = {  # workbook align's verdicts -> (border, background)
-    "aligned": VERDICT_COLOURS[Verdict.PASSED.value],
-    "not aligned": VERDICT_COLOURS[Verdict.REGRESSED.value],
-}
+# workbook align's verdicts -> the run verdict whose colours each wears (banner and index badge)
+ALIGNMENT_VERDICTS = {"aligned": Verdict.PASSED.value, "not aligned": Verdict.REGRESSED.value}
 STATUS_COLOURS = {  # check row status -> (background, text)
     "pass": ("#cfeee2", "#005c45"), "fail": ("#f8d3c2", "#8a2f00"), "error": ("#fde3b0", "#6b4700"),
     "improved": ("#cdecf2", "#005566"), "suspect": ("#f7f0b5", "#5c5200"),
@@ -35,8 +33,8 @@ STATUS_COLOURS = {  # check row status -> (background, text)
 
 
 def banner_style(verdict: str) -> str:
-    border, background = VERDICT_COLOURS.get(verdict) or ALIGNMENT_COLOURS.get(
-        verdict, ("#777777", "#f2f2f2"))
+    border, background = VERDICT_COLOURS.get(ALIGNMENT_VERDICTS.get(verdict, verdict),
+                                             ("#777777", "#f2f2f2"))
     return (f"border-radius:6px;padding:10px 16px;margin:8px 0 14px;"
             f"border-left:10px solid {border};background:{background}")
 

@@ -14,8 +14,6 @@ the candidate would have passed it.
 from __future__ import annotations
 
 import math
-import os
-from base64 import b64encode
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +24,8 @@ from workbook.checks.baseline import Baseline, BaselineMetric
 from workbook.checks.comparison import expected_bands
 from workbook.checks.reductions import WINDOWED
 from workbook.checks.spec import CheckSpec, MetricPolicy
-from workbook.core.layout import RUN_FILES, write_atomic
+from workbook.core.layout import write_atomic
+from workbook.core.quoting import value_text
 from workbook.history.changes import Change
 from workbook.history.ledger import Entry
 from workbook.history.proposal import MetricChange, Rejudged, Selection
@@ -34,7 +33,9 @@ from workbook.metrics.model import RunMetrics
 from workbook.plots.catalog import unit_of
 from workbook.plots.compared import Band, StepRange
 from workbook.plots.review import review_chart
+from workbook.report.links import report_href
 from workbook.report.page import page
+from workbook.report.sections import encoded
 from workbook.report.template import environment
 from workbook.report.view import date_text, read_metrics
 
@@ -122,19 +123,12 @@ def review(*, scenario: str, hardware: str, candidate: Baseline, blessed: Baseli
            selection: Selection, rejudged: Sequence[Rejudged], runs_root: Path,
            page_dir: Path, spec: CheckSpec) -> Review:
     """The page's data; links to each night's report are relative to ``page_dir``."""
-    def run_dir(entry: Entry) -> Path:
-        path = Path(entry.path)
-        return path if path.is_absolute() else Path(runs_root) / path
-
     def href(entry: Entry) -> str | None:
-        report = run_dir(entry) / RUN_FILES["report"]
-        if not report.is_file():
-            return None
-        return Path(os.path.relpath(report.resolve(), Path(page_dir).resolve())).as_posix()
+        return report_href(entry.run_dir(runs_root), page_dir)
 
     sources = selection.sources
     ids = tuple(str(i) for i in candidate.provenance.get("run_ids") or [e.run_id for e in sources])
-    curves = [(_day(e), read_metrics(run_dir(e), quick=True)) for e in sources]
+    curves = [(_day(e), read_metrics(e.run_dir(runs_root), quick=True)) for e in sources]
     return Review(
         scenario=scenario, hardware=hardware, candidate=str(candidate.path),
         blessed=str(blessed.path), next_step=next_step,
@@ -182,7 +176,7 @@ def _chart(metric: str, curves: Sequence[tuple[str, RunMetrics]], blessed: Basel
     drawn = (f"{metric}: {len(sources)} source nights per step, "
              + (" and ".join(f"the {label} baseline's band" for label, _, _ in bands)
                 or "no baseline band"))
-    return Chart(metric, "data:image/png;base64," + b64encode(png).decode("ascii"), drawn)
+    return Chart(metric, "data:image/png;base64," + encoded(png), drawn)
 
 
 def _band(policy: MetricPolicy, entry: BaselineMetric | None) -> Band | None:
@@ -210,14 +204,8 @@ def _differ(recorded: Any, ids: tuple[str, ...]) -> list[DifferLine]:
         if not isinstance(values, Mapping):
             continue
         lines.append(DifferLine(str(item.get("kind") or ""), str(item.get("name") or ""),
-                                tuple(_value(values.get(i)) for i in ids)))
+                                tuple(value_text(values.get(i), "none") for i in ids)))
     return lines
-
-
-def _value(value: Any) -> str:
-    if value is None:
-        return "none"
-    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _day(entry: Entry) -> str:

@@ -14,25 +14,24 @@ page rendered at the end of a notebook reuses what its cells computed.
 
 from __future__ import annotations
 
-import os
 from base64 import b64encode
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Generic, TypeVar
-from urllib.parse import quote
 
 from workbook import provenance
 from workbook.checks.baseline_rules import BLESSED, IMPORTED
 from workbook.core.layout import RUN_FILES
-from workbook.core.status import Verdict
+from workbook.core.status import RED, Verdict
 from workbook.history.bisect_hint import BisectHint, hint_for
 from workbook.history.changes import changes_since
-from workbook.history.ledger import RED, Entry, entry_of, last_green, read_ledger
+from workbook.history.ledger import Entry, entry_of, last_green, read_ledger
 from workbook.plots.compared import compared_band, compared_bands
 from workbook.plots.panels import Panel, build_panels, regression_panel
 from workbook.report.cache import kept
+from workbook.report.links import report_href
 from workbook.report.template import environment, section_html
 from workbook.report.view import (
     RunView,
@@ -546,13 +545,10 @@ def _runs_root(v: RunView) -> Path:
 
 def _report_link(run_dir: Path, root: Path, green: Entry) -> str | None:
     """The green night's report relative to this run's, when it is a file of this runs root."""
-    target = Path(green.path)
-    report = (target if target.is_absolute() else root / target) / RUN_FILES["report"]
-    if report.is_symlink() or not report.is_file():
+    night = green.run_dir(root)
+    if Path(root).resolve() not in (night / RUN_FILES["report"]).resolve().parents:
         return None
-    if Path(root).resolve() not in report.resolve().parents:
-        return None
-    return quote(Path(os.path.relpath(report.resolve(), run_dir.resolve())).as_posix(), safe="/")
+    return report_href(night, run_dir)
 
 
 def _provenance_text(record: Any) -> str:

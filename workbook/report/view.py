@@ -8,14 +8,13 @@ run's status. Everything a page shows passes through :mod:`workbook.core.redacti
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from workbook.core.layout import RUN_FILES, file_signature
+from workbook.core.clock import utc_time
+from workbook.core.layout import RUN_FILES, file_signature, read_json_object
 from workbook.core.redaction import LineRedactor, form_of, redact_document, redact_mapping
 from workbook.core.status import FAILED_STATUSES, VERDICTS, RunStatus, Shown, Verdict
 from workbook.errors import MetricsError
@@ -87,7 +86,7 @@ class RunView:
             return ""
 
     def command(self) -> dict[str, Any]:
-        return redact_mapping(_read_json(self.path / RUN_FILES["command_json"]))
+        return redact_mapping(read_json_object(self.path / RUN_FILES["command_json"]))
 
     def log_tail(self, lines: int = 50) -> list[str]:
         """The last lines of ``run.log`` without colour codes (redacted), read from the end."""
@@ -123,8 +122,8 @@ def load_view(run_dir: Path | str, *, quick: bool = False) -> RunView:
         return cached[1]
     view = RunView(
         path=path,
-        run=redact_mapping(_read_json(path / RUN_FILES["run"])),
-        checks=redact_mapping(_read_json(path / RUN_FILES["checks"])),
+        run=redact_mapping(read_json_object(path / RUN_FILES["run"])),
+        checks=redact_mapping(read_json_object(path / RUN_FILES["checks"])),
     )
     view.metrics = read_metrics(path, quick=quick)
     if len(_CACHE) >= 8:
@@ -163,10 +162,10 @@ def duration_text(seconds: Any) -> str:
 
 
 def date_text(iso: str) -> str:
-    try:
-        return datetime.fromisoformat(iso.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M UTC")
-    except ValueError:
-        return iso or "unknown"
+    """A recorded time as a page shows it, in UTC to the minute; the text as it is when it is
+    not a time."""
+    when = utc_time(iso)
+    return when.strftime("%Y-%m-%d %H:%M UTC") if when else iso or "unknown"
 
 
 def _verdict_of(source: Any, reason: str) -> tuple[str, str]:
@@ -184,11 +183,3 @@ def finite_number(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) else None
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}

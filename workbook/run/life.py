@@ -114,9 +114,8 @@ def close(run: Any, *, announce: bool = True, rerender: bool = False) -> Finishe
 
     ``run`` is a prepared ``Run``, a run directory, a comparison (its folder holds
     ``comparison.json``) or an alignment (``alignment.json``): of those two the page is rendered
-    and the index updated. A run still marked
-    running (its notebook or kernel died) is recorded as failed and whatever it left running
-    is ended first. ``rerender`` renders the page even when nothing it shows changed (a new
+    and the index updated. A run still marked running (its notebook or kernel died) is recorded
+    as failed and whatever it left running is ended first. ``rerender`` renders the page even when nothing it shows changed (a new
     workbook version's page). ``announce`` prints the page's path to the terminal the run was
     started from (papermill shows no cell output there).
     """
