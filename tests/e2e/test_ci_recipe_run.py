@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, SuiteRun
+from workbook.batch.suite import read_suite
 
 pytestmark = pytest.mark.verl
 WORKFLOW = REPO / "examples" / "ci" / "nightly-ascend.yml"
@@ -81,8 +82,7 @@ def test_the_scheduled_run_resumes_the_night_instead_of_training_again(night: di
     record = json.loads((night["smoke"].directory / "suite.json").read_text())
     keys = [entry["key"] for entry in record["entries"]]
     suite = REPO / "params" / "suites" / "smoke-cpu.txt"
-    entries = [line for line in suite.read_text().splitlines()
-               if line.strip() and not line.lstrip().startswith("#")]
+    entries = read_suite(suite)
     assert len(keys) == len(entries) >= 3  # running one entry alone keeps the others' records
 
 

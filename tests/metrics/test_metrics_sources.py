@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -223,6 +224,18 @@ def test_the_file_the_commands_file_logger_path_named_is_read_when_the_run_kept_
     elsewhere.write_text(jsonl_text(steps_of(15)))
     (path / "command.json").write_text(json.dumps({"env": {"VERL_FILE_LOGGER_PATH": str(elsewhere)}}))
     assert reading_of(path).metrics.origin.steps == {"jsonl": 15, "console": 0}  # type: ignore[union-attr]
+
+
+def test_a_copied_run_never_reads_the_file_logger_of_the_directory_it_was_copied_from(
+        tmp_path: Path) -> None:
+    original = run_dir(tmp_path / "runs", jsonl=steps_of(15), console={})
+    copy = tmp_path / "published" / original.name
+    copy.parent.mkdir()
+    shutil.copytree(original, copy)
+    (copy / "command.json").write_text(json.dumps(
+        {"env": {"VERL_FILE_LOGGER_PATH": str(original / "metrics.jsonl")}}))
+    (copy / "metrics.jsonl").unlink()  # the copy lost its own file logger output
+    assert reading_of(copy).metrics.origin.steps == {"console": 0}  # type: ignore[union-attr]
 
 
 def test_every_source_is_read_and_the_log_once(tmp_path: Path) -> None:

@@ -71,7 +71,7 @@ def run_files(folder: Path) -> RunFiles:
     named = env.get("VERL_FILE_LOGGER_PATH")
     if found_jsonl is None and named:
         other = _resolved(folder, named)
-        found_jsonl = other if other.is_file() else None
+        found_jsonl = other if other.is_file() and not _own_file_elsewhere(folder, other) else None
     named_tb = env.get("TENSORBOARD_DIR")
     events, notes = event_files(folder, named_tb, _started(folder) if named_tb else None)
     return RunFiles(found_jsonl, log if log.exists() else None, events, notes)
@@ -130,6 +130,14 @@ def _started(folder: Path) -> float | None:
     """When the run started (run.json's ``started_at``) as a POSIX time, None if unknown."""
     started = utc_time(str(read_json_object(Path(folder) / RUN_FILES["run"]).get("started_at") or ""))
     return started.timestamp() if started else None
+
+
+def _own_file_elsewhere(folder: Path, other: Path) -> bool:
+    """The file logger path points into this run's own directory at the place it ran (a run
+    directory copied, moved or published keeps its command): that file is another copy's,
+    never this run's evidence."""
+    run_id = str(read_json_object(Path(folder) / RUN_FILES["run"]).get("run_id") or "")
+    return other.parent != Path(folder) and other.parent.name in {Path(folder).name, run_id}
 
 
 def _resolved(folder: Path, named: str) -> Path:

@@ -12,7 +12,8 @@ checkpoint folders, names) are left out.
 last digits of its numbers, never what it computes: a raw override whose key ends in one of
 :data:`TUNING_KEYS`, the scenario's ``rollout_memory_utilization`` and, where the schema has it,
 ``deterministic``. Turning ``use_torch_compile`` off made the tiny CPU scenario's step 6.7 s ->
-2.5 s; counted as a setting, that night could only be "not comparable", never "improved". Each
+2.5 s once (a cold compile cache); counted as a setting, such a night could only be "not
+comparable", never "improved". Each
 key was checked against verl 0.9.1's ``verl/trainer/config``:
 
 - micro batches (``ppo_micro_batch_size_per_gpu``, ``log_prob_micro_batch_size_per_gpu``,
