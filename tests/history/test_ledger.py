@@ -143,6 +143,38 @@ def test_a_night_judged_again_replaces_its_entry(tmp_path: Path) -> None:
     assert [e.verdict for e in read_ledger(tmp_path, SCENARIO, "cpu")] == ["passed"]
 
 
+def test_a_copy_of_a_night_judged_elsewhere_is_not_a_second_night(tmp_path: Path) -> None:
+    run = night(tmp_path / "runs", 3)
+    record(run, tmp_path / "runs")
+    copy = tmp_path / "scratch" / run.name
+    shutil.copytree(run, copy)  # run.json still names the runs root it was made in
+
+    assert record(copy, tmp_path / "runs") is None
+    assert [e.path for e in read_ledger(tmp_path / "runs", SCENARIO, "cpu")] == [
+        f"{SCENARIO}/{run.name}"]
+
+
+def test_a_night_moved_out_of_its_runs_root_keeps_one_entry_that_follows_it(
+        tmp_path: Path) -> None:
+    run = night(tmp_path / "runs", 3)
+    record(run, tmp_path / "runs")
+    moved = tmp_path / "kept" / run.name
+    moved.parent.mkdir()
+    shutil.move(run, moved)
+
+    record(moved, tmp_path / "runs")
+
+    assert [e.path for e in read_ledger(tmp_path / "runs", SCENARIO, "cpu")] == [str(moved)]
+
+
+def test_a_copy_inside_the_runs_root_counts_once_when_the_ledger_is_rebuilt(
+        tmp_path: Path) -> None:
+    run = night(tmp_path, 3)
+    shutil.copytree(run, tmp_path / "site" / run.name)
+
+    assert [e.run_id for e in rebuild(tmp_path)[(SCENARIO, "cpu")]] == [run.name]
+
+
 def test_a_broken_ledger_file_is_rebuilt_not_trusted(tmp_path: Path) -> None:
     run = night(tmp_path, 3)
     record(run, tmp_path)

@@ -203,9 +203,11 @@ def night_of(run_dir: Path, runs_root: Path) -> Entry | None:
 def rebuild(runs_root: Path) -> dict[tuple[str, str], list[Entry]]:
     """Every ledger, from the run directories alone (each oldest first)."""
     ledgers: dict[tuple[str, str], list[Entry]] = {}
+    seen: set[tuple[tuple[str, str], str]] = set()
     for run_dir in run_dirs(runs_root):
         entry = night_of(run_dir, runs_root)
-        if entry is not None:
+        if entry is not None and (entry.key, entry.run_id) not in seen:  # a copy counts once
+            seen.add((entry.key, entry.run_id))
             ledgers.setdefault(entry.key, []).append(entry)
     return {key: sorted(entries, key=lambda e: e.sort_key) for key, entries in ledgers.items()}
 
@@ -269,9 +271,11 @@ def read_file(path: Path) -> list[Entry]:
 
 
 def record(run_dir: Path, runs_root: Path) -> Entry | None:
-    """Put a closed run's entry in its ledger, replacing the one it had (a run judged again),
-    and return it; None, and no entry, for a run that is not a night (or not judged). The
-    first record in a runs root builds every ledger from its run directories."""
+    """Put a closed run's entry in its ledger, replacing the one it had (a run judged again, or
+    moved: the same run id whose old directory is gone), and return it; None, and no entry, for a
+    run that is not a night (or not judged), or a copy of a night the ledger holds (the same run
+    id, its directory still there). The first record in a runs root builds every ledger from its
+    run directories."""
     folder = Path(runs_root) / LEDGER_DIR
     existed = folder.is_dir()
     folder.mkdir(parents=True, exist_ok=True)
@@ -287,8 +291,13 @@ def record(run_dir: Path, runs_root: Path) -> Entry | None:
             except LedgerError:  # a broken cache: written anew from the run directories
                 before = None
             found = rebuild(runs_root).get(judged.key, []) if before is None else before
-            kept = sorted([e for e in found if e.path != judged.path] + ([entry] if entry else []),
-                          key=lambda e: e.sort_key)
+            others = [e for e in found if e.path != judged.path]
+            twin = next((e for e in others if e.run_id == judged.run_id), None)
+            if twin is not None and twin.run_dir(runs_root).is_dir():
+                entry = None  # a copy of a night already recorded is not a night of its own
+            elif twin is not None:
+                others.remove(twin)  # the night moved: its entry follows it
+            kept = sorted(others + ([entry] if entry else []), key=lambda e: e.sort_key)
             if kept != before:  # a sweep point, say, changes nothing
                 _store(path, kept)
     return entry
