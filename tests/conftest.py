@@ -326,14 +326,14 @@ CONFIRMED = ("actor/pg_loss", "actor/grad_norm", "actor/pg_clipfrac", "actor/ppo
              "actor/entropy", "training/rollout_probs_diff_mean")
 
 
-SLOWER = 2.5  # how much slower the trainer was when the stale baseline was blessed
+SLOWER = 3.0  # how much slower the trainer was when the stale baseline was blessed
 TIMING_PREFIXES = ("timing_s/", "timing_per_token_ms/", "perf/time_per_step")
 
 
 def stale_baseline(folder: Path) -> Path:
     """The default scenario's blessed baseline as it stood before an optimization landed: the
     same numerics, every timing SLOWER times longer and the throughput SLOWER times lower.
-    A speed-up against this shows beyond any band a shared 2-core host's noise needs (35 % on
+    A speed-up against this shows beyond any band a shared 2-core host's noise needs (45 % on
     throughput): tonight's own speed-ups (torch.compile off: 1.1-2.6x across runs here) do not,
     reliably."""
     blessed = REPO / "params" / "baselines" / f"{GSPO_NAME}.cpu.json"
