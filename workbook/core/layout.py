@@ -27,6 +27,8 @@ from typing import Any
 
 from workbook.core.atomic import write_atomic
 from workbook.core.redaction import dump_json, form_of, redact_document
+from workbook.core.textfile import read_text
+from workbook.errors import InputError
 
 __all__ = ["ALIGNMENTS_DIR", "ALIGNMENT_FILE", "ALIGNMENT_PAGE", "BISECTS_DIR", "BISECT_FILE",
            "BISECT_PAGE", "BISECT_STEPS_DIR", "BISECT_WORKTREES_DIR", "bisect_dir", "CLUSTER_FILE",
@@ -48,6 +50,9 @@ RUN_FILES = {
     "notebook": "notebook.ipynb",
     "report": "report.html",
 }
+# The largest JSON file of the runs tree a reader takes (a run.json is a few kB, a checks.json
+# with per-step values some hundred kB): a larger one was not written by the workbook.
+TREE_MAX_BYTES = 64 << 20
 # What else a run directory may hold, besides RUN_FILES.
 ERROR_LOG = "workbook-error.log"  # a workbook failure's traceback, kept with the run
 STOP_FILE = "stop.request"  # written to ask a running run to stop (the notebook's stop button)
@@ -149,10 +154,19 @@ class RunDir:
         return self.path / RUN_FILES[key]
 
     def read_json(self, key: str) -> dict[str, Any]:
+        """One of the run's JSON files, {} when it is not there; InputError naming the file
+        when it is there but not a regular file, too large, not JSON or not an object."""
         path = self.file(key)
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             return {}
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = read_text(path, max_bytes=TREE_MAX_BYTES, what=f"run's {RUN_FILES[key]}")
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise InputError(f"{path}: not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: holds a JSON {type(data).__name__}, not an object")
+        return data
 
     def json_object(self, key: str) -> dict[str, Any]:
         """One of the run's JSON files as :func:`read_json_object` reads it: {} for whatever is
@@ -188,12 +202,9 @@ def read_json_object(path: Path) -> dict[str, Any]:
     would block the read), unreadable, not JSON or not an object. For the readers that show or
     sum up what a run left, which a half-written or hand-edited run must not stop; a reader that
     must say a file is broken uses :meth:`RunDir.read_json`."""
-    path = Path(path)
-    if not path.is_file():
-        return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_text(path, max_bytes=TREE_MAX_BYTES))
+    except (InputError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 

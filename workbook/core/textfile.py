@@ -1,5 +1,5 @@
-"""Reading a small input text file (a scenario, a suite) without hanging, exhausting memory or
-raising an internal error.
+"""Reading a file (a scenario, a suite, a file of the runs tree) without hanging, exhausting
+memory or raising an internal error.
 
 A FIFO or a device named where a file is expected would block ``open`` or ``read`` forever, a
 huge file would be read whole, and a file in another encoding raised a bare
@@ -19,8 +19,9 @@ from workbook.errors import InputError
 MAX_BYTES = 1 << 20  # 1 MiB: a scenario or suite file is a few kB
 
 
-def read_text(path: Path | str, *, max_bytes: int = MAX_BYTES, what: str = "file") -> str:
-    """The UTF-8 text of the regular file ``path``; InputError naming it when that cannot be."""
+def read_bytes(path: Path | str, *, max_bytes: int = MAX_BYTES, what: str = "file") -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes``; InputError naming it when
+    it is missing, not a regular file, unreadable or larger."""
     path = Path(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -37,11 +38,17 @@ def read_text(path: Path | str, *, max_bytes: int = MAX_BYTES, what: str = "file
         except OSError as exc:
             raise InputError(f"{path}: cannot read the {what}: {exc.strerror}") from None
     if len(data) > max_bytes:
-        raise InputError(f"{path}: the {what} is larger than {max_bytes // 1024} KiB; "
-                         "this cannot be a hand-written file")
+        raise InputError(f"{path}: the {what} is larger than {max_bytes // 1024} KiB")
+    return data
+
+
+def read_text(path: Path | str, *, max_bytes: int = MAX_BYTES, what: str = "file") -> str:
+    """The UTF-8 text of the regular file ``path``; InputError naming it when that cannot be."""
+    data = read_bytes(path, max_bytes=max_bytes, what=what)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise InputError(f"{path}: the {what} is not UTF-8 text (byte {exc.start} on line "
                          f"{line} is 0x{data[exc.start]:02x}); save it as UTF-8") from None
+
