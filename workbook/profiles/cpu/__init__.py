@@ -18,17 +18,22 @@ EXTERNAL_MODULES = ("workbook.profiles.cpu.platform",)
 # Ray sees the real core count (2 here); TransferQueue and verl's actors need more slots.
 RAY_NUM_CPUS = 32
 
-# The CPU kernels' code path, pinned to AVX2 whatever the host offers. PyTorch (ATen's vector
-# kernels), MKL (its GEMMs) and oneDNN each pick their path from the CPU's instruction sets, and
-# AVX-512 paths round differently: the unchanged tiny GSPO scenario replaying its pinned
-# rollouts trained to pg_loss 0.0014404 at step 1 on a VM that showed AVX2 only and to
-# 0.0014159 on one of the same CPU model that showed AVX-512 (2026-12-02), and the difference
-# grows through the clip decisions to 47 % by step 4, failing every per-step band. Pinned, the
-# AVX-512 VM repeats the AVX2 one's numbers to the last digit. Every x86-64 CPU a CI runner has
-# offers AVX2; elsewhere (aarch64) the variables are ignored.
+# The CPU kernels' code path, the same whatever the host offers. PyTorch (ATen's vector kernels),
+# MKL (its GEMMs) and oneDNN each pick their path from the CPU's instruction sets (and MKL from
+# its vendor), and the paths round differently; the tiny GSPO scenario sits its clip at the edge
+# of its sequence ratios, so one rounding flips clip decisions and fails every per-step band.
+# Measured on the replayed scenario: AVX-512 kernels on an AMD EPYC VM gave pg_loss 0.0014159 at
+# step 1 against 0.0014404 (47 % apart by step 4); ATen and oneDNN pinned to AVX2, it repeated the
+# baseline to the last digit (2026-12-02). MKL's "AVX2" branch is Intel's only: on other vendors
+# MKL falls back to its automatic branch (oneMKL "Getting Started with Conditional Numerical
+# Reproducibility"), and an Intel Xeon VM (AVX-512, AMX) with MKL_CBWR=AVX2 trained pg_loss
+# 0.0010281 at step 2 against the AMD-blessed 0.0007929 (regressed), while with MKL's COMPATIBLE
+# branch, the one MKL documents as giving the same results on Intel and compatible CPUs, it
+# repeated the AMD baseline to the last digit (2026-12-04). The model is tiny: the slower branch
+# costs nothing measurable. Elsewhere (aarch64) the variables are ignored.
 ISA_ENV = {
     "ATEN_CPU_CAPABILITY": "avx2",
-    "MKL_CBWR": "AVX2",
+    "MKL_CBWR": "COMPATIBLE",
     "ONEDNN_MAX_CPU_ISA": "AVX2",
 }
 
