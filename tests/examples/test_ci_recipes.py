@@ -272,7 +272,7 @@ def test_the_nightly_has_one_job_per_npu_scenario_on_its_suites_runner() -> None
 
 
 def test_the_nightly_jobs_keep_verls_job_names_and_cron_slots() -> None:
-    facts = ROOT / "tests" / "command" / "data" / "nightly"
+    facts = ROOT / "params" / "nightly"
     crons = {c["cron"] for c in _triggers(_load(NIGHTLY))["schedule"]}
     for row in _jobs_table():
         assert json.loads((facts / f"{row['scenario']}.script.json").read_text())["job"] == row["job"]
