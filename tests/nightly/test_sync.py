@@ -134,6 +134,18 @@ def test_a_baseline_the_recipe_no_longer_holds_is_drift(
     assert "the recipe holds no such file" in section(report, PPO_JOB)
 
 
+def test_a_job_that_no_longer_checks_against_a_baseline_is_drift(
+        params: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    verl = build_verl(tmp_path, facts(), unchecked=(PPO_JOB,))
+    recipe = build_recipe(tmp_path, NAMES)
+
+    code, report = sync(capsys, "--verl", str(verl), "--recipe", str(recipe))
+
+    assert code == 1
+    assert ("baseline: verl's job checks against none any more; the scenario still judges "
+            "against verl's") in section(report, PPO_JOB)
+
+
 def test_write_records_the_moved_facts_and_imports_the_baseline_with_its_provenance(
         params: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     verl = build_verl(tmp_path, facts(overrides=_override("64")))

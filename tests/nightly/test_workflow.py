@@ -100,8 +100,10 @@ def test_a_script_the_workflow_names_where_it_is_not_is_found_by_its_name(tmp_pa
          "job two runs 2 scripts"),
         ({"gone": {"steps": steps("bash tests/special_npu/run_gone.sh")}},
          "job gone runs tests/special_npu/run_gone.sh, which the checkout does not hold"),
+        ({"out": {"steps": steps("bash tests/../../etc/run.sh")}},
+         r"job out runs tests/\.\./\.\./etc/run\.sh, outside the checkout"),
     ],
-    ids=["two-scripts", "no-such-script"],
+    ids=["two-scripts", "no-such-script", "outside-the-checkout"],
 )
 def test_a_job_that_maps_to_no_one_script_is_refused(tmp_path: Path, jobs: dict[str, Any],
                                                      expected: str) -> None:

@@ -10,7 +10,7 @@ JSON with where it came from: repository, commit, path and the date the recipe l
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from workbook.checks.baseline import Baseline, import_ascend_text, load_baseline, read_baseline_text
 from workbook.checks.baseline_rules import IMPORTED
@@ -43,7 +43,7 @@ def recipe_baseline(recipe: Path, hardware: str, base: str) -> RecipeBaseline | 
     """The recipe's baseline a job's ``--base`` names on its hardware; None when the recipe
     holds no such file (BaselineError when it holds one that cannot be read)."""
     path = f"baseline/{hardware}/nightly_log/{base}"
-    if not (Path(recipe) / path).is_file():
+    if ".." in PurePosixPath(path).parts or not (Path(recipe) / path).is_file():
         return None
     text = read_baseline_text(Path(recipe) / path)
     return RecipeBaseline(path, hardware, text, import_ascend_text(text, source=path,
@@ -71,19 +71,17 @@ def value_differences(ours: Baseline, theirs: Baseline) -> list[tuple[str, float
 
 
 def import_baseline(found: RecipeBaseline, recipe: Path, scenario: str, json_path: Path,
-                    text_name: str | None = None, *, origin: tuple[str, str | None] | None = None,
-                    note: str | None = None) -> Path:
-    """Write the recipe's text beside the other Ascend copies and the baseline JSON the
-    scenario reads, recording where the numbers came from; returns the JSON's path."""
+                    text_name: str | None = None) -> Path:
+    """Write the recipe's text beside the other Ascend copies (``text_name``, else
+    ``<file stem>.<hardware>.txt``) and the baseline JSON the scenario reads, recording where
+    the numbers came from; returns the JSON's path."""
     name = text_name or f"{Path(found.path).stem}.{found.hardware}.txt"
     text_path = params_dir() / ASCEND_DIR / name
     write_atomic(text_path, found.text)
-    where, when = origin or found.origin(recipe)
+    where, when = found.origin(recipe)
     shown = text_path.relative_to(params_dir().parent).as_posix()
     baseline = import_ascend_text(found.text, source=shown, hardware=found.hardware,
                                   scenario=scenario, origin=where)
     baseline.provenance["origin_date"] = when
-    if note:
-        baseline.provenance["note"] = note
     baseline.save(json_path)
     return json_path

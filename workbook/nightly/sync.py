@@ -30,6 +30,7 @@ from workbook.nightly.recipe import (
 )
 from workbook.nightly.standin import FAKE_HOME, TIMEOUT_S, script_facts
 from workbook.nightly.workflow import NightlyJob, nightly_jobs
+from workbook.params import Scenario
 from workbook.provenance import git_commit
 from workbook.scenario import load_scenario
 
@@ -46,6 +47,8 @@ class JobDrift:
     script: str | None  # None: verl's nightly no longer runs the job
     differences: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # what --write imports: the recipe's file, the scenario's baseline JSON, its text copy's name
+    moved_baseline: tuple[RecipeBaseline, Path, str | None] | None = None
 
     @property
     def state(self) -> str:
@@ -126,21 +129,18 @@ def sync(verl: Path, recipe: Path | None = None, *, write: bool = False,
             drift.notes.append(f"verl's job names `{job.named}`, which the checkout does not "
                                f"hold (its job would not find it); compared with `{job.script}`")
         if scenario is not None:
-            _compare(drift, job, known[job.name][1], derived[job.name], report.recipe, write, report)
+            _compare(drift, job, known[job.name][1], derived[job.name], recipe)
         report.jobs.append(drift)
     present = {job.name for job in jobs}
     report.jobs += [JobDrift(name, scenario, None) for name, (scenario, _) in known.items()
                     if name not in present]
     if write:
-        for drift in report.jobs:
-            if drift.state == "changed" and drift.scenario:
-                report.written.append(_write_facts(drift.scenario, derived[drift.job],
-                                                   report.verl_commit))
+        report.written = _write(report, derived)
     return report
 
 
 def _compare(drift: JobDrift, job: NightlyJob, recorded: dict[str, Any], facts: dict[str, Any],
-             recipe: Path | None, write: bool, report: SyncReport) -> None:
+             recipe: Path | None) -> None:
     assert drift.scenario is not None
     path = params_dir() / f"{drift.scenario}.yaml"
     if not path.is_file():
@@ -150,9 +150,14 @@ def _compare(drift: JobDrift, job: NightlyJob, recorded: dict[str, Any], facts: 
     if recorded.get("script") != facts["script"]:
         drift.differences.append(f"script: was `{recorded.get('script')}`, now `{facts['script']}`")
     drift.differences += [str(d) for d in differences(scenario, facts)]
-    if recipe is None:
-        return
-    json_path, ours = scenario_baseline(scenario, path.parent)
+    if recipe is not None:
+        _compare_baseline(drift, job, scenario, path.parent, recipe)
+
+
+def _compare_baseline(drift: JobDrift, job: NightlyJob, scenario: Scenario, folder: Path,
+                      recipe: Path) -> None:
+    """The baseline verl's job checks against (the recipe's) against the scenario's copy."""
+    json_path, ours = scenario_baseline(scenario, folder)
     found = recipe_baseline(recipe, job.hardware, job.baseline) if job.baseline and job.hardware else None
     if job.baseline and found is None:
         drift.differences.append(f"baseline: verl's job checks against `{job.baseline}` on "
@@ -167,18 +172,25 @@ def _compare(drift: JobDrift, job: NightlyJob, recorded: dict[str, Any], facts: 
     elif not is_imported(ours):
         drift.notes.append(f"judged against its own blessed baseline; `{found.path}` not compared")
     else:
-        _baseline_drift(drift, found, ours, json_path, recipe, write, report)
+        moved = value_differences(ours, found.baseline)
+        drift.differences += [f"baseline {found.hardware} {name}: the scenario's {_number(a)}, "
+                              f"the recipe's {_number(b)} (`{found.path}`)" for name, a, b in moved]
+        if moved:
+            kept = ours.provenance.get("imported_from")
+            drift.moved_baseline = (found, json_path, Path(kept).name if kept else None)
 
 
-def _baseline_drift(drift: JobDrift, found: RecipeBaseline, ours: Any, json_path: Path,
-                    recipe: Path, write: bool, report: SyncReport) -> None:
-    moved = value_differences(ours, found.baseline)
-    drift.differences += [f"baseline {found.hardware} {name}: the scenario's {_number(a)}, "
-                          f"the recipe's {_number(b)} (`{found.path}`)" for name, a, b in moved]
-    if moved and write:
-        kept = ours.provenance.get("imported_from")
-        report.written.append(import_baseline(found, recipe, str(drift.scenario), json_path,
-                                              Path(kept).name if kept else None))
+def _write(report: SyncReport, derived: dict[str, dict[str, Any]]) -> list[Path]:
+    """What ``--write`` records: the drifted jobs' facts, the moved baselines (from the recipe)."""
+    written = []
+    for drift in report.jobs:
+        if drift.state == "changed" and drift.scenario:
+            written.append(_write_facts(drift.scenario, derived[drift.job], report.verl_commit))
+        if drift.moved_baseline and report.recipe is not None:
+            found, json_path, text_name = drift.moved_baseline
+            written.append(import_baseline(found, report.recipe, str(drift.scenario), json_path,
+                                           text_name))
+    return written
 
 
 def _shown(path: Path) -> str:

@@ -98,6 +98,9 @@ def _located(checkout: Path, job: NightlyJob, problems: list[str]) -> NightlyJob
     """The job with the script the checkout holds: where the workflow names it, else the one
     file of that name under ``tests/`` (verl's multinode job has named a path its script was
     never at); a problem when there is none or more than one."""
+    if ".." in PurePosixPath(job.script).parts:
+        problems.append(f"{job.workflow}: job {job.name} runs {job.script}, outside the checkout")
+        return job
     if (Path(checkout) / job.script).is_file():
         return job
     name = PurePosixPath(job.script).name
