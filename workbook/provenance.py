@@ -217,6 +217,14 @@ def git_commit(folder: Path) -> str | None:
     return head + ("-dirty" if dirty else "")
 
 
+def git_commit_date(folder: Path, path: str | None = None) -> str | None:
+    """When the last commit of the checkout at ``folder`` (touching ``path``, if given) was
+    made, ISO 8601; None outside git."""
+    if not (folder / ".git").exists():
+        return None
+    return _run(["git", "-C", str(folder), "log", "-1", "--format=%cI", *(["--", path] if path else [])])
+
+
 def checkout_facts(path: Path) -> dict[str, Any]:
     """Where a verl checkout is, its HEAD and whether it is dirty (tracked files changed), and
     the version its own ``verl/version/version`` file declares (what ``verl.__version__`` says

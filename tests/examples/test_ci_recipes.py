@@ -31,6 +31,7 @@ CI = ROOT / "examples" / "ci"
 YAML_FILES = sorted([*CI.glob("*.yml"), *CI.glob("*.yaml")])
 MARKDOWN_FILES = sorted(CI.glob("*.md"))
 NIGHTLY = CI / "nightly-ascend.yml"
+SYNC = CI / "nightly-sync.yml"
 KUBERAY = CI / "nightly-kuberay.yml"
 SUITES = {"params/suites/nightly-npu-a2.txt": "linux-aarch64-a2b3-8",
           "params/suites/nightly-npu-a3.txt": "linux-aarch64-a3-16"}
@@ -180,6 +181,7 @@ def test_the_recipes_show_each_path_of_the_issue() -> None:
     assert has("check", "--scenario")
     assert has("report")
     assert has("rayjob", "--apply")
+    assert has("nightly sync", "--verl", "--recipe", "--write")
 
 
 @pytest.mark.parametrize("argv", COMMANDS)
@@ -272,7 +274,7 @@ def test_the_nightly_has_one_job_per_npu_scenario_on_its_suites_runner() -> None
 
 
 def test_the_nightly_jobs_keep_verls_job_names_and_cron_slots() -> None:
-    facts = ROOT / "tests" / "command" / "data" / "nightly"
+    facts = ROOT / "params" / "nightly"
     crons = {c["cron"] for c in _triggers(_load(NIGHTLY))["schedule"]}
     for row in _jobs_table():
         assert json.loads((facts / f"{row['scenario']}.script.json").read_text())["job"] == row["job"]
@@ -347,3 +349,17 @@ def test_the_before_of_the_guide_is_verls_real_job() -> None:
     assert "bash tests/special_npu/nightly_ci_ascend/run_gspo_qwen3_8b_fsdp2_npu.sh\n" in before
     assert "cd /root/.cache/nightly_log/" in before
     assert "--base run_gspo_qwen3_8b_fsdp2_npu/baseline_gspo_qwen3_8b_fsdp2_npu.txt" in before
+
+
+def test_the_sync_opens_a_pull_request_on_drift_alone_from_what_it_wrote() -> None:
+    workflow = _load(SYNC)
+    assert workflow["permissions"] == {"contents": "write", "pull-requests": "write"}
+    steps = workflow["jobs"]["sync"]["steps"]
+    sync = next(s for s in steps if s.get("id") == "sync")
+    (argv,) = [a for a in map(workbook_argv, _script_lines(sync["run"])) if a]
+    assert argv[:2] == ["nightly", "sync"] and {"--verl", "--recipe", "--write"} <= set(argv)
+    assert 'exit "$code"' in sync["run"]  # bad input (2) fails the job, opens nothing
+    (pr,) = [s for s in steps if "gh pr create" in s.get("run", "")]
+    assert pr["if"] == "steps.sync.outputs.exit_code == '1'"
+    assert "git add params/nightly params/baselines" in pr["run"]
+    assert "--body-file \"$REPORT\"" in pr["run"]

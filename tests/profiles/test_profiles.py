@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from workbook.errors import ParamsError
-from workbook.profiles import PROFILES, profile_env, profile_overrides
+from workbook.profiles import ADDED_ENV, PROFILES, profile_env, profile_overrides
 
 DATA = Path(__file__).parent / "data"
 
@@ -24,13 +24,13 @@ def test_accelerator_profiles_only_set_the_device(profile: str, device: str) -> 
     assert profile_overrides(profile) == [device]
 
 
-def test_npu_env_carries_the_nightly_hccl_and_task_queue_defaults() -> None:
+def test_npu_env_is_only_what_the_workbook_adds_itself() -> None:
+    # verl's nightly scripts share no setting (tests/command/test_nightly_goldens.py): each npu
+    # scenario's env: carries its own, so a job never runs with another job's HCCL settings
     env = profile_env("npu")
-    assert env["HCCL_EXEC_TIMEOUT"] == env["HCCL_CONNECT_TIMEOUT"] == "3600"
-    assert env["HCCL_ASYNC_ERROR_HANDLING"] == "0"
-    assert env["TASK_QUEUE_ENABLE"] == env["CPU_AFFINITY_CONF"] == env["VLLM_USE_V1"] == "1"
-    assert env["TRANSFORMERS_VERBOSITY"] == "error"
-    assert env["HYDRA_FULL_ERROR"] == env["PYTHONUNBUFFERED"] == "1"
+    assert env == {"HYDRA_FULL_ERROR": "1", "PYTHONUNBUFFERED": "1"}
+    assert set(env) <= set(ADDED_ENV)
+    assert not any(key.startswith(("HCCL", "TASK_QUEUE", "CPU_AFFINITY")) for key in env)
 
 
 def test_cuda_env_has_no_ascend_settings() -> None:

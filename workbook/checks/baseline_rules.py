@@ -59,7 +59,8 @@ BLESS_RUN_REQUIRED = ("run_id", "started")
 BLESS_RUN_KEYS = (*BLESS_RUN_REQUIRED, "path", "status", "ended", "host", "image", "versions",
                   "commits", "tuning", "env")
 IMPORT_REQUIRED = ("created", "sha256")
-IMPORT_KEYS = ("source", *IMPORT_REQUIRED, "imported_from", "origin", "note")
+# origin: repository@commit:path upstream; origin_date: when upstream last changed that file
+IMPORT_KEYS = ("source", *IMPORT_REQUIRED, "imported_from", "origin", "origin_date", "note")
 PROVENANCE_RULES = {BLESSED: (BLESS_REQUIRED, BLESS_KEYS), IMPORTED: (IMPORT_REQUIRED, IMPORT_KEYS)}
 
 # git writes its markers at the start of a line: <<<<<<< ours, ||||||| base, =======, >>>>>>> theirs

@@ -42,6 +42,7 @@ SUBCOMMAND_MODULES = (
     "workbook.cli.compare",
     "workbook.cli.align",
     "workbook.cli.lab",
+    "workbook.cli.nightly",  # nightly sync
 )
 
 

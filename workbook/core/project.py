@@ -30,6 +30,12 @@ def params_dir() -> Path:
     return Path(chosen).expanduser().resolve() if chosen else root() / "params"
 
 
+def nightly_dir() -> Path:
+    """The script facts of verl's nightly jobs, one ``<scenario>.script.json`` per scenario that
+    reproduces one (``workbook nightly sync`` reads and rewrites them)."""
+    return params_dir() / "nightly"
+
+
 def runs_root() -> Path:
     """``$WORKBOOK_RUNS``, else the project's ``runs/``: the one runs root, whoever starts a run."""
     chosen = os.environ.get("WORKBOOK_RUNS")

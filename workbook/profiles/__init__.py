@@ -1,6 +1,6 @@
 """Hardware profiles: the environment and Hydra overrides a scenario's ``profile:`` adds.
 
-    npu    Ascend, as on the nightly machines (HCCL and task-queue defaults of the nightly script)
+    npu    Ascend: nothing of verl's nightly scripts (each scenario's env: carries its own)
     cuda   NVIDIA GPUs
     cpu    no accelerator: the real verl trainer with a tiny model (see ``workbook.profiles.cpu``)
 
@@ -18,18 +18,24 @@ from workbook.profiles.cpu import CPU_DETERMINISTIC_ENV, cpu_env, cpu_overrides
 
 PROFILES = ("npu", "cuda", "cpu")
 
+# What the workbook adds to a command's environment on every profile, whatever the scenario.
 _COMMON_ENV = {"PYTHONUNBUFFERED": "1", "HYDRA_FULL_ERROR": "1"}
-
-NPU_ENV = {
-    "HCCL_EXEC_TIMEOUT": "3600",
-    "HCCL_CONNECT_TIMEOUT": "3600",
-    "HCCL_ASYNC_ERROR_HANDLING": "0",
-    "TASK_QUEUE_ENABLE": "1",
-    "CPU_AFFINITY_CONF": "1",
-    "VLLM_USE_V1": "1",
-    "TRANSFORMERS_VERBOSITY": "error",
-    **_COMMON_ENV,
+# Every variable the workbook adds to an npu or cuda command beyond the scenario's env:, and
+# why; none of them changes what is trained or how fast (the nightly goldens and `workbook
+# nightly sync` allow these and nothing else beyond what the verl script sets).
+ADDED_ENV = {
+    "PYTHONUNBUFFERED": "the log is read while the run writes it (progress, a stall's last "
+                        "line) and a killed run keeps every line it printed",
+    "HYDRA_FULL_ERROR": "a bad override fails with Hydra's whole traceback, which the "
+                        "diagnosis reads",
+    "VERL_FILE_LOGGER_PATH": "verl's file logger writes the metrics into the run directory "
+                             "(set by the command builder)",
 }
+
+# Nothing of verl's nightly scripts: no setting is common to all thirteen jobs (the PPO
+# Qwen3-8B script sets none, its job only TRANSFORMERS_VERBOSITY, which the FSDP-Turbo job
+# leaves unset), so each npu scenario's env: carries exactly what its script sets.
+NPU_ENV = dict(_COMMON_ENV)
 
 
 # What a deterministic scenario (``deterministic: true``, workbook.command.determinism) adds to
