@@ -56,7 +56,7 @@ def test_a_failure_while_clearing_is_printed_and_kept_and_the_batch_goes_on(
     if failing in ("end_run", "both"):
         monkeypatch.setattr(leftovers, "end_run", fail_with(PermissionError("not yours")))
     else:
-        monkeypatch.setattr(leftovers, "end_run", lambda _info, _id: 0)
+        monkeypatch.setattr(leftovers, "end_run", lambda _info, _dir: 0)
     if failing in ("record_outcome", "both"):
         monkeypatch.setattr(life, "record_outcome", fail_with(RuntimeError("half a run")))
     night = runs / "suites" / "s" / "night"
@@ -86,7 +86,7 @@ def test_a_cleared_run_is_recorded_failed_and_listed(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     from workbook.launch import leftovers
 
-    monkeypatch.setattr(leftovers, "end_run", lambda _info, _id: 2)
+    monkeypatch.setattr(leftovers, "end_run", lambda _info, _dir: 2)
     dead = orphan(tmp_path)
 
     (entry,) = clear_orphans(tmp_path, kind="sweep")
@@ -103,8 +103,8 @@ def test_the_runs_the_batch_drives_now_are_never_cleared(tmp_path: Path,
 
     ended: list[str] = []
 
-    def end_run(_info: object, run_id: str) -> int:
-        ended.append(run_id)
+    def end_run(_info: object, run_dir: Path) -> int:
+        ended.append(run_dir.name)
         return 0
 
     monkeypatch.setattr(leftovers, "end_run", end_run)

@@ -1,4 +1,4 @@
-"""The local multi-node Ray cluster: ports, auth token, status, idempotent up, down by PID."""
+"""The local multi-node Ray cluster: ports, auth token, status, idempotent up, down by its tag."""
 
 from __future__ import annotations
 
@@ -116,18 +116,22 @@ def test_up_twice_reuses_the_cluster_and_down_leaves_no_ray_process(tmp_path: Pa
             1, cpus_per_node=2, devices_per_node=4, device_resource="NPU", state_file=state_file
         )
         assert again.dashboard_url == first.dashboard_url and again.pids == first.pids
+        assert again.tag == first.tag and processes.is_tag(first.tag)
         (node,) = probe.status(state_file).alive_nodes
         assert node.resources["NPU"] == 4.0 and "GPU" not in node.resources
-        procs = processes.cluster_processes(first.temp_dir)
-        assert len(procs) >= 4  # gcs, raylet, dashboard, agents ...
-        assert {p.pid for p in procs} >= set(first.pids) - {
+        procs = processes.tagged(first.tag)
+        assert len(procs) >= 4  # gcs, raylet, dashboard, log monitor ... all carry its tag
+        assert set(first.pids) <= {p.pid for p in procs} | {
             p for p in first.pids if not psutil.pid_exists(p)
         }
+        named = {p.pid for p in psutil.process_iter(["cmdline"])
+                 if first.temp_dir in " ".join(p.info["cmdline"] or ())}
+        assert named <= {p.pid for p in procs}  # every process naming its temp dir is tagged
     finally:
         counts = lifecycle.down(state_file)
         shutil.rmtree(first.temp_dir, ignore_errors=True)
     assert counts["terminated"] + counts["killed"] >= 4
-    assert processes.cluster_processes(first.temp_dir) == []
+    assert processes.tagged(first.tag) == []
     survivors = []
     for pid in first.pids:
         try:

@@ -120,9 +120,9 @@ def fake_ray(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeRa
     monkeypatch.setattr(lifecycle, "_run", fake.run)
     monkeypatch.setattr(lifecycle, "_ensure_token", lambda env: None)
     monkeypatch.setattr(lifecycle, "_wait_for_nodes", lambda url, count, timeout_s: None)
-    monkeypatch.setattr(lifecycle, "cluster_processes", lambda temp: [])
-    monkeypatch.setattr(lifecycle, "stop_processes",
-                        lambda procs, grace_s=10.0: fake.swept.append(str(grace_s)) or
+    monkeypatch.setattr(lifecycle, "tagged", lambda tag: [])
+    monkeypatch.setattr(lifecycle, "end_tagged",
+                        lambda tag, grace_s=10.0: fake.swept.append(str(grace_s)) or
                         {"terminated": 0, "killed": 0})
     monkeypatch.setattr(lifecycle.time, "sleep", fake.slept.append)
     try:

@@ -20,6 +20,7 @@ import pytest
 from workbook.cli import main
 from workbook.data.prepare import STAMP, prepare_command, prepare_data
 from workbook.errors import ParamsError, RunError
+from workbook.launch.processes import is_running
 from workbook.params.verl_config import verl_config_dir
 from workbook.scenario import load_scenario, ready_to_launch, validate_scenario
 
@@ -33,7 +34,15 @@ parser.add_argument("--local_save_dir", default="~/data/gsm8k")
 parser.add_argument("--fail", action="store_true")
 parser.add_argument("--no_outputs", action="store_true")
 parser.add_argument("--seed", default=None)
+parser.add_argument("--hang", default=None)  # a file for the PIDs of the children it leaves
 args = parser.parse_args()
+if args.hang:  # two `sleep` children, one in a session of its own, then never finish
+    import subprocess
+    kids = [subprocess.Popen(["sleep", "600"]),
+            subprocess.Popen(["sleep", "600"], start_new_session=True)]
+    with open(args.hang, "w") as out:
+        out.write(" ".join(str(k.pid) for k in kids))
+    subprocess.run(["sleep", "600"])
 assert verl.MARK == "checkout", verl.__file__
 assert os.getcwd() == os.environ["EXPECT_CWD"], os.getcwd()
 with open(os.environ["RUNS_FILE"], "a") as runs:
@@ -179,6 +188,25 @@ def test_a_failing_script_is_a_failed_run_quoting_its_output(
     with pytest.raises(RunError, match=words) as err:
         prepare_data(s, python=sys.executable)
     assert err.value.exit_code == 3
+    assert not (setup.save_dir / STAMP).exists()
+
+
+def test_a_script_past_its_timeout_ends_with_every_process_it_started(
+    setup: Setup, tmp_path: Path
+) -> None:
+    kids = tmp_path / "kids.txt"
+    s = load_scenario(setup.scenario, [f"data.args+=--hang={kids}", "data.timeout_s=3"],
+                      check_files=False)
+    started = time.monotonic()
+    with pytest.raises(RunError, match="did not finish within 3 s") as err:
+        prepare_data(s, python=sys.executable)
+    assert err.value.exit_code == 3 and time.monotonic() - started < 30
+    pids = [int(p) for p in kids.read_text().split()]
+    assert len(pids) == 2  # its grandchildren: one in its group, one in a session of its own
+    deadline = time.monotonic() + 10
+    while any(is_running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [p for p in pids if is_running(p)] == []
     assert not (setup.save_dir / STAMP).exists()
 
 

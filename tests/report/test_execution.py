@@ -1,7 +1,8 @@
 """``execute_run`` when the notebook dies: a failed run, its processes ended, its report written.
 
-A real papermill kernel that starts a long-running process group, records it in run.json as a
-launcher would, and then kills itself (as the OOM killer or a crash would).
+A real papermill kernel that starts a long-running process group carrying a process tag,
+records both in run.json as a launcher would, and then kills itself (as the OOM killer or a
+crash would).
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from workbook.core.layout import RunDir
 from workbook.launch import processes
 from workbook.run.driver import execute_run
 
-DYING = '''import json, os, subprocess, sys, time
+DYING = '''import json, os, secrets, subprocess, sys, time
 from pathlib import Path
+tag = "wb-" + secrets.token_hex(16)
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
-                         start_new_session=True)
+                         start_new_session=True, env={**os.environ, "WORKBOOK_PROCESS_TAG": tag})
 info = json.loads((Path(run_dir) / "run.json").read_text())
-info.update(status="running", pid=child.pid, started_at="2026-11-30T00:00:00+00:00")
+info.update(status="running", pid=child.pid, process_tag=tag,
+            started_at="2026-11-30T00:00:00+00:00")
 (Path(run_dir) / "run.json").write_text(json.dumps(info))
 time.sleep(1)
 os.kill(os.getpid(), 9)

@@ -13,8 +13,8 @@ hands it on to the next item of the same shape, so consecutive runs pay Ray's st
 
 Never two runs on one cluster at once: verl's TransferQueue registers its controller as a
 cluster-wide named actor, so a second run on the same cluster attaches to the first one's queue.
-A lane's cluster is stopped by PID when an item wants another shape, or none, and when the
-batch ends.
+A lane's cluster is stopped (by its process tag) when an item wants another shape, or none, and
+when the batch ends.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class Lanes:
         return None, False
 
     def close(self) -> None:
-        """Stop every lane's cluster (by PID; never another cluster of the machine)."""
+        """Stop every lane's cluster (by their process tags; never another cluster of the machine)."""
         for held in self.lanes:
             self._stop(held)
 

@@ -1,9 +1,10 @@
 """Runs a dead workbook process left running, ended before a batch starts its next item.
 
 Found by the workbook's own records (:func:`workbook.launch.leftovers.orphaned_runs`: run.json
-says running, its driving process is gone), never by process name. Each one is ended, recorded
-as failed, and listed in the batch's file under ``leftovers``. Clearing never stops the batch:
-whatever fails (ending a process, writing a half-written run's run.json) is printed, kept in
+says running, its driving process is gone), never by process name. Each one is ended (only the
+processes carrying its tag), recorded as failed, and listed in the batch's file under
+``leftovers``. Clearing never stops the batch: whatever fails (ending a process, writing a
+half-written run's run.json, a state file in it the workbook did not write) is printed, kept in
 that list and its traceback appended to the orphaned run's ``workbook-error.log``.
 """
 
@@ -49,7 +50,7 @@ def _clear(run_dir: Path, info: dict[str, Any], kind: str) -> dict[str, Any]:
     entry: dict[str, Any] = {"run_dir": str(run_dir), "at": now_iso()}
     errors: list[str] = []
     try:
-        entry["killed"] = leftovers.end_run(info, run_dir.name)
+        entry["killed"] = leftovers.end_run(info, run_dir)
         print(f"{kind}: cleared a run left running by a workbook process that died: {run_dir}"
               f" ({entry['killed']} process(es) needed SIGKILL)", flush=True)
     except Exception as exc:  # noqa: BLE001 - the batch goes on; what failed is kept

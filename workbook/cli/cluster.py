@@ -14,7 +14,10 @@ EPILOG = """examples:
   workbook cluster up --nodes 2            a head and one more node, 1 logical GPU each
   workbook cluster up --nodes 2 --device-resource NPU --devices 4
   workbook cluster status                  nodes and resources; prints the RAY_ADDRESS to use
-  workbook cluster down                    stop its processes by PID (never `ray stop`)
+  workbook cluster down                    stop the processes carrying its tag (never `ray stop`)
+
+`down` acts only on a state file `up` wrote (its own temp dir, its process tag); any other is
+refused, nothing stopped (exit 2).
 """
 
 
@@ -49,7 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     status = actions.add_parser("status", help="show nodes and resources")
     status.add_argument("--json", action="store_true", help="print the status as JSON")
     status.set_defaults(handler=run_status)
-    down = actions.add_parser("down", help="stop every process of the cluster by PID")
+    down = actions.add_parser(
+        "down", help="stop every process carrying the cluster's tag (refuses a state file "
+        "the workbook did not write)")
     down.set_defaults(handler=run_down)
 
 

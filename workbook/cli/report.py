@@ -65,7 +65,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def report_command(args: argparse.Namespace) -> int:
     """Close the run (judged again only if its inputs changed), render, exit with the verdict.
 
-    A run still running is rendered as it stands and not judged: it has not passed (3).
+    A run still running is rendered as it stands and not judged: it has not passed (3). It is
+    never ended here while the process driving it lives (``run.life.close``); one whose driver
+    died is recorded failed, and only the processes carrying its tag are ended.
     """
     from workbook.checks.verdict import exit_code_of
     from workbook.metrics.loading import input_kind

@@ -5,6 +5,9 @@ verl's nightly jobs each start with ``python examples/data_preprocess/gsm8k.py
 This does the same for a scenario, and skips it when the outputs are there and nothing that made
 them changed: a stamp beside the outputs records the signature of the inputs (the script's
 bytes, the command, and the dataset folder's file names, sizes and modification times).
+The script runs in a session of its own with a process tag of its own: when it ends (or times
+out, or the wait is interrupted), every process carrying that tag -- its children and theirs,
+whatever group they joined -- ends with it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from workbook.command.builder import verl_pythonpath
 from workbook.core.quoting import cut
 from workbook.errors import ParamsError, RunError
+from workbook.launch.processes import end_tagged, new_tag, tagged_env
 from workbook.params.schema import Scenario
 
 STAMP = ".workbook-data.json"
@@ -170,21 +174,35 @@ def prepare_data(s: Scenario, *, python: str, force: bool = False) -> Prepared |
     save_dir.mkdir(parents=True, exist_ok=True)
     log = save_dir / LOG
     try:
-        with open(log, "w", encoding="utf-8") as out:
-            done = subprocess.run(argv, cwd=cwd, env={**os.environ, **env}, stdout=out,
-                                  stderr=subprocess.STDOUT, timeout=s.data.timeout_s, check=False)
+        code = _run_script(argv, cwd, {**os.environ, **env}, log, s.data.timeout_s)
     except subprocess.TimeoutExpired:
         raise RunError(f"data preparation did not finish within {s.data.timeout_s:g} s "
                        f"({_tail(log)}; log: {log})") from None
     except OSError as exc:
         raise RunError(f"data preparation could not start {cut(argv[0])}: {exc}") from None
     missing = [str(p) for p in outputs if not p.is_file()]
-    if done.returncode != 0 or missing:
-        why = f"exit {done.returncode}" if done.returncode else f"it wrote no {', '.join(missing)}"
+    if code != 0 or missing:
+        why = f"exit {code}" if code else f"it wrote no {', '.join(missing)}"
         raise RunError(f"data preparation failed ({why}): {_tail(log)} (log: {log})")
     stamp = {"signature": signature(s, argv), "command": argv, "outputs": [str(p) for p in outputs]}
     (save_dir / STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
     return Prepared(True, save_dir, outputs, tuple(argv))
+
+
+def _run_script(argv: list[str], cwd: Path | None, env: dict[str, str], log: Path,
+                timeout_s: float) -> int:
+    """The script's exit code; TimeoutExpired after ``timeout_s``. Whatever ends the wait, every
+    process carrying the script's tag is ended before this returns (its own session keeps a
+    terminal's Ctrl-C from reaching it, so nothing else would)."""
+    tag = new_tag()
+    with open(log, "w", encoding="utf-8") as out:
+        proc = subprocess.Popen(argv, cwd=cwd, env=tagged_env(tag, env), stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        return proc.wait(timeout=timeout_s)
+    finally:
+        end_tagged(tag, grace_s=5.0)
+        proc.wait()
 
 
 def _tail(log: Path) -> str:

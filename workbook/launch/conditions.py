@@ -5,7 +5,8 @@ else ran there. So every run records, beside its metrics, what the machine gave 
 
 - ``others_cores``: CPU the machine spent on processes that are not the run's, in cores on
   average over the run (the machine's busy CPU time, from the kernel's counters, less the CPU
-  time of the run's own processes: the launcher's descendants and the Ray cluster it ran on);
+  time of the run's own processes: the launcher's descendants and those carrying the run's or
+  its Ray cluster's process tag);
 - ``run_cores``: the run's own processes, in cores;
 - ``steal_cores``: CPU a hypervisor took from this VM;
 - ``load_1m``: the mean one-minute load average while it ran;
@@ -36,7 +37,7 @@ from workbook import provenance
 from workbook.launch import processes
 
 INTERVAL_S = 2.0  # a snapshot of ~150 processes costs ~30 ms of CPU
-CLUSTER_EVERY = 5  # samples between scans for the cluster's processes (command lines are dear)
+CLUSTER_EVERY = 5  # samples between scans for tagged processes (reading environments is dear)
 CALIBRATION_BYTES = 4 << 20
 CALIBRATION_ROUNDS = 8
 
@@ -75,9 +76,9 @@ def calibrate() -> float:
 class Watch:
     """Samples every process's CPU time while a run goes; :meth:`result` when it ended."""
 
-    def __init__(self, root: int, cluster_dirs: Sequence[str] = ()) -> None:
+    def __init__(self, root: int, tags: Sequence[str] = ()) -> None:
         self.root = root
-        self.cluster_dirs = [d for d in cluster_dirs if d]
+        self.tags = [t for t in tags if t]
         self._first: dict[tuple[int, float], float] = {}
         self._last: dict[tuple[int, float], float] = {}
         self._ours: set[tuple[int, float]] = set()
@@ -149,11 +150,10 @@ class Watch:
                 self._ours.add(key)
 
     def _cluster_pids(self, snapshot: dict[tuple[int, float], tuple[int, float]]) -> set[int]:
-        """The Ray cluster's own processes (GCS, raylets), found by their temp dir now and then;
-        their workers descend from them."""
-        if self.cluster_dirs and self._samples % CLUSTER_EVERY == 0:
-            self._cluster = {p.pid for folder in self.cluster_dirs
-                             for p in processes.marked(folder.rstrip("/"))}
+        """The run's processes that are not its descendants (a Ray cluster's GCS and raylets),
+        found by their tags now and then; whatever descends from them is the run's too."""
+        if self.tags and self._samples % CLUSTER_EVERY == 0:
+            self._cluster = {p.pid for tag in self.tags for p in processes.tagged(tag)}
         self._samples += 1
         return self._cluster
 
@@ -169,11 +169,11 @@ def _descends(pid: int, roots: set[int], parents: dict[int, int]) -> bool:
 
 
 @contextmanager
-def watching(cluster_dirs: Sequence[str] = (), *, calibrate_first: bool = True
-             ) -> Iterator[Watch]:
-    """Watch the machine around a launch: ``with watching() as watch: ...; watch.stop()``."""
+def watching(tags: Sequence[str] = (), *, calibrate_first: bool = True) -> Iterator[Watch]:
+    """Watch the machine around a launch: ``with watching() as watch: ...; watch.stop()``;
+    processes carrying one of ``tags`` are the run's too."""
     calibration = calibrate() if calibrate_first else None
-    watch = Watch(os.getpid(), cluster_dirs)
+    watch = Watch(os.getpid(), tags)
     watch.calibration_s = calibration
     watch.calibrate_after = calibrate_first
     watch.start()

@@ -1,25 +1,25 @@
 """What a run leaves running when whatever drove it died, and ending it -- only what the
 workbook itself started, found by its own records.
 
-Every launch records in ``run.json`` the process that drives it (``owner_pid`` and its start
-time: the ``workbook`` process, or the notebook kernel) and what it started (the verl process
-group ``pid``, the run's own Ray temp dir, or a Ray job id and address). A run still marked
-``running`` whose owner is gone was orphaned: a killed CI job, a dead kernel, a closed laptop.
-:func:`end_run` ends such a run's processes (or stops its Ray job); :func:`orphaned_runs`
-finds them under a runs root, so a suite can clear them before starting the next scenario.
-Nothing else on the machine is touched: no ``ray stop``, no process matched by name.
+Every run records in ``run.json`` the process that drives it (``owner_pid`` and its start time:
+the ``workbook`` process, or the notebook kernel), from its preparation on, and the tag every
+process it starts carries (``process_tag``, see :mod:`workbook.launch.processes`), or the Ray
+job it submitted. A run still marked ``prepared``/``running`` whose owner is gone was orphaned:
+a killed CI job, a dead kernel, a closed laptop. :func:`end_run` ends such a run's processes (or
+stops its Ray job); :func:`orphaned_runs` finds them under a runs root, so a suite can clear them
+before starting the next scenario. A run whose owner lives is its owner's: nothing here ends it.
+Nothing else on the machine is touched: no ``ray stop``, no process matched by number or name.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from workbook.command.builder import ray_temp_dir
-from workbook.core.layout import RUN_FILES
+from workbook.core.layout import CLUSTER_FILE, RUN_FILES, RunDir
 from workbook.core.status import ACTIVE
+from workbook.errors import WorkbookError
 from workbook.launch import processes
 from workbook.launch.ray_client import TERMINAL_STATUSES
 
@@ -32,40 +32,47 @@ def owner_record() -> dict[str, Any]:
 
 def owner_alive(info: dict[str, Any]) -> bool:
     """Whether the process that drove a run is still the same process (PIDs get reused)."""
-    pid = info.get("owner_pid")
-    if not pid:
+    try:
+        pid, started = int(info.get("owner_pid") or 0), float(info.get("owner_started") or 0)
+    except (TypeError, ValueError):  # a hand-edited run.json: no owner to be found
         return False
-    return processes.is_running(int(pid), float(info.get("owner_started") or 0))
+    return pid > 0 and processes.is_running(pid, started)
 
 
-def end_run(info: dict[str, Any], run_id: str) -> int:
-    """End what a run started: its process tree and Ray temp dir, or its Ray job.
+def owned_elsewhere(info: dict[str, Any]) -> bool:
+    """Whether another live process drives the run: then it is that owner's to end, not ours."""
+    return owner_alive(info) and int(info["owner_pid"]) != processes.identity()[0]
 
-    Returns how many processes needed SIGKILL.
+
+def end_run(info: dict[str, Any], run_dir: Path) -> int:
+    """End what a run started: its Ray job, and every process carrying its tag (its local
+    launch, and the local cluster it started, whose state file in the run directory is then
+    forgotten). Returns how many processes needed SIGKILL.
+
+    A state file in the run directory that the run did not write is refused (InputError), after
+    the run's own processes are ended.
     """
     job = info.get("ray_job") or {}
     if job.get("job_id") and job.get("address") and job.get("status") not in TERMINAL_STATUSES:
         _stop_job(str(job["address"]), str(job["job_id"]))
-    cluster = info.get("local_cluster") or {}
-    if cluster.get("state_file"):
+    tag = str(info.get(processes.TAG_KEY) or "")
+    killed = processes.end_tagged(tag, grace_s=5.0)["killed"] if processes.is_tag(tag) else 0
+    state_file = Path(run_dir) / CLUSTER_FILE
+    if info.get("local_cluster") and state_file.exists():
         from workbook.launch.cluster.lifecycle import down
 
-        down(Path(cluster["state_file"]))
-    pid = info.get("pid")
-    marker = ray_temp_dir(run_id)
-    if pid and processes.is_running(int(pid)):
-        return processes.end_tree(int(pid), markers=[marker])
-    return len(processes.end_processes(processes.marked(marker), grace_s=5.0))
+        killed += down(state_file, grace_s=5.0, tag=tag)["killed"]
+    return killed
 
 
 def orphaned_runs(runs_root: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
     """Run directories under ``runs_root`` marked active whose driving process is gone."""
     for run_json in Path(runs_root).rglob(RUN_FILES["run"]):
         try:
-            info = json.loads(run_json.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            info = RunDir(run_json.parent).read_json("run")
+        except WorkbookError:
             continue
-        if isinstance(info, dict) and info.get("status") in ACTIVE and not owner_alive(info):
+        if info.get("status") in ACTIVE and not owner_alive(info):
             yield run_json.parent, info
 
 

@@ -1,9 +1,10 @@
 """Run the command as a local process group, streaming every line to run.log and a sink.
 
-The child gets its own session so a terminal's Ctrl-C reaches the workbook first; the
-workbook then ends the whole tree (Ray, vLLM, every worker) and records why. A timeout, a
-stop request (``stop.request`` in the run dir) and KeyboardInterrupt (the notebook's stop
-button) all end the run the same way, and run.log keeps everything printed until then.
+The child gets its own session so a terminal's Ctrl-C reaches the workbook first, and the run's
+process tag (:mod:`workbook.launch.processes`), which Ray, vLLM and every worker inherit; the
+workbook then ends every process carrying it and records why. A timeout, a stop request
+(``stop.request`` in the run dir) and KeyboardInterrupt (the notebook's stop button) all end the
+run the same way, and run.log keeps everything printed until then.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import time
 from pathlib import Path
 from typing import IO
 
-from workbook.command.builder import ray_temp_dir
 from workbook.command.plan import Plan
 from workbook.core.layout import RunDir, now_iso
 from workbook.core.status import RunStatus
@@ -119,9 +119,10 @@ class LocalLauncher(Launcher):
                  timeout_s: float | None, t0: float) -> Outcome:
         started = now_iso()
         log_path = run_dir.file("log")
+        tag = processes.process_tag(run_dir)
         proc = subprocess.Popen(
             plan.argv,
-            env=child_env(plan),
+            env=processes.tagged_env(tag, child_env(plan)),
             cwd=run_dir.path,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -147,10 +148,10 @@ class LocalLauncher(Launcher):
             status, message = RunStatus.STOPPED.value, "interrupted (Ctrl-C / kernel interrupt)"
         finally:
             if proc.poll() is None or status:
-                killed = processes.end_tree(proc.pid, markers=[ray_temp_dir(run_dir.run_id)])
+                killed = processes.end_tagged(tag)["killed"]
                 message += f" ({killed} process(es) needed SIGKILL)" if killed else ""
             else:  # a clean exit can still leave Ray's helpers behind
-                processes.end_tree(proc.pid, markers=[ray_temp_dir(run_dir.run_id)], grace_s=5)
+                processes.end_tagged(tag, grace_s=5)
             proc.wait()
             pump.join(timeout=10)
         code = proc.returncode

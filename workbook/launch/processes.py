@@ -1,22 +1,68 @@
-"""Ending a whole run: its process group, every descendant, and whatever Ray left behind.
+"""The workbook's own processes: told apart by a tag in their environment, never by a number or
+a name alone, and ended only when they carry it.
 
-verl starts Ray (GCS, raylet, dashboard, workers) and vLLM engine processes; some of them
-start their own sessions, so killing the process group alone can leave orphans. We collect
-the tree before signalling, then sweep for processes that name the run's own Ray temp dir.
-The one module that imports psutil. A local Ray cluster is ended the same way: every process
-that names its temp dir, plus their descendants (:func:`cluster_processes`).
+Every process the workbook starts (verl's driver, a local Ray cluster's nodes, a data script) gets
+``WORKBOOK_PROCESS_TAG=<random>`` in its environment, and the tag is recorded beside what started it
+(run.json's ``process_tag``, a cluster state file's ``tag``). Whatever those start in turn inherits
+it -- Ray's GCS, raylets and workers, vLLM's engines, a script's children -- in whatever session,
+process group or name. So a process is the workbook's to signal when, read just before, its
+environment carries the tag; psutil checks its start time again as it signals, so a PID reused in
+between is never hit. A process whose environment cannot be read (another user's, or one that
+wrote its title over it) is not ours. PIDs alone wrap (32768 here) and command lines say whatever
+their caller chose, so neither is evidence.
+
+Why a "tag" and not a "token": run.json is redacted as it is written, and a value under a name
+ending in ``token`` is taken for a credential. The one module that imports psutil.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import secrets
 import signal
 import time
 from collections.abc import Iterable
 
 import psutil
 
+from workbook.core.layout import RunDir
+
 KILL_GRACE_S = 10.0
+TAG_VARIABLE = "WORKBOOK_PROCESS_TAG"
+TAG_KEY = "process_tag"  # run.json's record of the tag every process of the run carries
+_TAG_FORM = re.compile(r"wb-[0-9a-f]{32}")
+
+
+def new_tag() -> str:
+    """A fresh tag for the processes of one run, cluster or script."""
+    return f"wb-{secrets.token_hex(16)}"
+
+
+def is_tag(value: object) -> bool:
+    """Whether ``value`` is a tag the workbook made (an empty or hand-written one matches nothing)."""
+    return isinstance(value, str) and _TAG_FORM.fullmatch(value) is not None
+
+
+def process_tag(rd: RunDir) -> str:
+    """The tag of a run's processes: as recorded at its preparation, else a new one recorded now
+    (a run directory a launcher was handed directly)."""
+    tag = rd.read_json("run").get(TAG_KEY)
+    if is_tag(tag):
+        return str(tag)
+    tag = new_tag()
+    rd.update_run(**{TAG_KEY: tag})
+    return tag
+
+
+def tagged_env(tag: str, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a process the workbook starts: ``base`` (ours) with its tag.
+
+    ``SPT_NOENV`` keeps the tag readable in processes that set their title (Ray's agents and
+    workers, vLLM's engines): without it setproctitle writes over the environment's memory,
+    and ``/proc/PID/environ`` reads empty. A title is then no longer than the command line.
+    """
+    return {**(os.environ if base is None else base), TAG_VARIABLE: tag, "SPT_NOENV": "1"}
 
 
 def identity() -> tuple[int, float]:
@@ -36,105 +82,57 @@ def is_running(pid: int, started: float | None = None) -> bool:
         return False
 
 
-def descendants(pid: int) -> list[psutil.Process]:
-    try:
-        return psutil.Process(pid).children(recursive=True)
-    except psutil.Error:
+def tagged(tag: str) -> list[psutil.Process]:
+    """Every live process whose environment carries ``tag``; never this process or its parents
+    (which may carry a tag they were started with), nothing for a value that is not a tag."""
+    if not is_tag(tag):
         return []
-
-
-def marked(marker: str) -> list[psutil.Process]:
-    """Processes whose command line mentions ``marker`` (e.g. a run's Ray temp dir)."""
+    me = psutil.Process(os.getpid())
+    spared = {me.pid, *(p.pid for p in me.parents())}
     found = []
-    me = os.getpid()
-    for proc in psutil.process_iter(["pid", "cmdline"]):
+    for proc in psutil.process_iter():
+        if proc.pid in spared:
+            continue
         try:
-            if proc.pid != me and marker in " ".join(proc.info["cmdline"] or ()):
+            if proc.environ().get(TAG_VARIABLE) == tag:
                 found.append(proc)
-        except psutil.Error:
+        except psutil.Error:  # gone, a zombie, another user's: not ours
             continue
     return found
+
+
+def end_tagged(tag: str, grace_s: float = KILL_GRACE_S) -> dict[str, int]:
+    """SIGTERM every process carrying ``tag``; SIGKILL, after ``grace_s``, those still alive and
+    any started meanwhile (found again by the tag). Counts of ``terminated`` and ``killed``."""
+    first = tagged(tag)
+    _signal_all(first, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and _alive(first):
+        time.sleep(0.2)
+    left = tagged(tag)  # read again: what is still alive, and what started while we waited
+    _signal_all(left, signal.SIGKILL)
+    psutil.wait_procs(left, timeout=5)
+    seen = {p.pid for p in first} | {p.pid for p in left}
+    return {"terminated": len(seen) - len(left), "killed": len(left)}
 
 
 def _signal_all(procs: Iterable[psutil.Process], sig: int) -> None:
     for proc in procs:
         try:
-            proc.send_signal(sig)
+            proc.send_signal(sig)  # psutil refuses a PID reused since the process was found
         except psutil.Error:
             pass
 
 
-def alive(procs: Iterable[psutil.Process]) -> list[psutil.Process]:
-    return [p for p in procs if _running(p)]
-
-
-def _running(proc: psutil.Process) -> bool:
-    try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def end_processes(procs: list[psutil.Process], grace_s: float = 10.0) -> list[psutil.Process]:
-    """SIGTERM each process, SIGKILL those alive after ``grace_s``; returns the ones killed."""
-    _signal_all(procs, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and alive(procs):
-        time.sleep(0.2)
-    left = alive(procs)
-    _signal_all(left, signal.SIGKILL)
-    psutil.wait_procs(left, timeout=5)
-    return left
-
-
-def end_tree(pid: int, *, markers: Iterable[str] = (), grace_s: float = 10.0) -> int:
-    """SIGTERM the group, tree and marked processes; SIGKILL what is left after ``grace_s``.
-
-    Returns how many processes needed SIGKILL.
-    """
-    markers = [m for m in markers if m]
-    targets = {p.pid: p for p in descendants(pid)}
-    for m in markers:
-        targets.update({p.pid: p for p in marked(m)})
-    try:
-        targets[pid] = psutil.Process(pid)
-    except psutil.Error:
-        pass
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        pass
-    _signal_all(targets.values(), signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and alive(targets.values()):
-        time.sleep(0.2)
-    # New processes may have been spawned while we waited; sweep once more.
-    for m in markers:
-        targets.update({p.pid: p for p in marked(m)})
-    left = alive(targets.values())
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    _signal_all(left, signal.SIGKILL)
-    psutil.wait_procs(left, timeout=5)
-    return len(left)
-
-
-
-def cluster_processes(temp_dir: str) -> list[psutil.Process]:
-    """Every live process of the cluster rooted at ``temp_dir`` (never another cluster's).
-
-    A process belongs when its command line names the temp dir (GCS, raylets, dashboard,
-    log monitors) or when it descends from such a process (agents and workers, which rename
-    themselves ``ray::...``). The temp dir is unique to the state file, so this never matches
-    another cluster. Collected before any signal, so orphans cannot escape.
-    """
-    marker = str(temp_dir).rstrip("/")
-    found = {p.pid: p for p in marked(marker)}
-    for proc in list(found.values()):
-        found.update({child.pid: child for child in descendants(proc.pid)})
-    return sorted(found.values(), key=lambda p: p.pid)
+def _alive(procs: Iterable[psutil.Process]) -> list[psutil.Process]:
+    alive = []
+    for proc in procs:
+        try:
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                alive.append(proc)
+        except psutil.Error:
+            continue
+    return alive
 
 
 def cpu_snapshot() -> tuple[dict[tuple[int, float], tuple[int, float]], float, float]:
@@ -161,9 +159,3 @@ def cpu_count() -> int:
 
 def load_average() -> float:
     return float(psutil.getloadavg()[0])
-
-
-def stop_processes(procs: list[psutil.Process], grace_s: float = KILL_GRACE_S) -> dict[str, int]:
-    """SIGTERM each process, SIGKILL those alive after ``grace_s``; counts of each."""
-    left = end_processes(procs, grace_s)
-    return {"terminated": len(procs) - len(left), "killed": len(left)}

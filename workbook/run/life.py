@@ -114,10 +114,12 @@ def close(run: Any, *, announce: bool = True, rerender: bool = False) -> Finishe
 
     ``run`` is a prepared ``Run``, a run directory, a comparison (its folder holds
     ``comparison.json``) or an alignment (``alignment.json``): of those two the page is rendered
-    and the index updated. A run still marked running (its notebook or kernel died) is recorded
-    as failed and whatever it left running is ended first. ``rerender`` renders the page even when nothing it shows changed (a new
-    workbook version's page). ``announce`` prints the page's path to the terminal the run was
-    started from (papermill shows no cell output there).
+    and the index updated. A run still marked running whose owner (the process driving it) is
+    another live process is rendered as it stands and never ended here; one whose owner died,
+    or is this process, is recorded as failed and whatever it left running (its tagged
+    processes) is ended first. ``rerender`` renders the page even when nothing it shows changed
+    (a new workbook version's page). ``announce`` prints the page's path to the terminal the run
+    was started from (papermill shows no cell output there).
     """
     folder = getattr(run, "folder", None)
     where = Path(folder) if folder is not None else Path(run) if isinstance(run, (str, Path)) else None
@@ -128,7 +130,7 @@ def close(run: Any, *, announce: bool = True, rerender: bool = False) -> Finishe
     rd = run_dir_of(run)
     done = Finished(rd.path, None)
     step = _stepper(rd, done)
-    step("record the outcome", lambda: _record_unfinished(rd))
+    live = step("record the outcome", lambda: _record_unfinished(rd))
     if step("judge", lambda: _judge_step(rd)):
         done.done.append("judge")
     report = rd.file("report")
@@ -149,7 +151,9 @@ def close(run: Any, *, announce: bool = True, rerender: bool = False) -> Finishe
         if step("update the index", lambda: write_index(Path(root) if root else rd.path.parents[1])):
             done.done.append("index")
             step("record the index", lambda: _mark(rd, "index", "indexed"))
-    step("record the end", lambda: rd.update_run(finished_at=now_iso(), finish_errors=done.errors))
+    if not live:  # a run its owner still drives has not ended
+        step("record the end", lambda: rd.update_run(finished_at=now_iso(),
+                                                     finish_errors=done.errors))
     if announce and not driven():
         print(f"workbook: report {done.report or 'not written'} (run {rd.path})",
               file=sys.__stderr__, flush=True)
@@ -309,17 +313,24 @@ def _version() -> str:
         return "source"
 
 
-def _record_unfinished(rd: RunDir) -> None:
-    """A run whose notebook died leaves 'prepared'/'running': end what it started, record it."""
-    from workbook.launch.leftovers import end_run
+def _record_unfinished(rd: RunDir) -> bool:
+    """A run whose notebook died leaves 'prepared'/'running': end what it started (the processes
+    carrying its tag), record it failed. True when another live process still drives it: that
+    owner's run is left as it is."""
+    from workbook.launch.leftovers import end_run, owned_elsewhere
 
     info = rd.read_json("run")
     if info.get("status") not in (None, *ACTIVE):
-        return
-    end_run(info, rd.run_id)
-    message = "the notebook stopped before the run finished"
-    record_outcome(rd, Outcome(RunStatus.FAILED.value, None, info.get("started_at", ""),
-                               now_iso(), 0.0, message))
+        return False
+    if owned_elsewhere(info):
+        return True
+    try:
+        end_run(info, rd.path)
+    finally:  # recorded even when something it left could not be ended (the error is kept)
+        message = "the notebook stopped before the run finished"
+        record_outcome(rd, Outcome(RunStatus.FAILED.value, None, info.get("started_at", ""),
+                                   now_iso(), 0.0, message))
+    return False
 
 
 __all__ = ["DRIVEN", "Finished", "close", "driven", "finish", "judge", "record_outcome",

@@ -21,12 +21,15 @@ from workbook import provenance
 from workbook.command import as_json, as_shell, build_plan
 from workbook.command.builder import ROLLOUTS_DIR
 from workbook.command.plan import Plan
-from workbook.core.layout import CLUSTER_FILE, RunDir, default_root, write_redacted
+from workbook.core.layout import RunDir, default_root, write_redacted
 from workbook.core.project import find_scenario
 from workbook.core.serialization import dump_yaml
 from workbook.core.status import RunStatus
+from workbook.errors import WorkbookError
 from workbook.launch.launcher import Launcher
+from workbook.launch.leftovers import owner_record
 from workbook.launch.outcome import Outcome
+from workbook.launch.processes import TAG_KEY, new_tag, process_tag
 from workbook.params import Scenario
 from workbook.run.life import DRIVEN, Finished, close, driven, finish, judge, record_outcome
 from workbook.scenario import ready_to_launch, validate_scenario
@@ -168,6 +171,8 @@ def prepare(
         "notebook_parameters": {"scenario": str(scenario), "overrides": list(overrides),
                                 "settings": settings or {}},
         **facts,
+        TAG_KEY: new_tag(),  # carried by every process the run starts
+        **owner_record(),  # who drives it from now on: only that process ends it
     })
     if announce and not driven():
         print(f"workbook: run directory {rd.path}", file=sys.__stderr__, flush=True)
@@ -229,7 +234,7 @@ def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
 
     try:
         with on_demand(run.scenario, run.run_dir) as address:
-            with watching(cluster_dirs_of(run.run_dir)) as watch:  # what else used the machine
+            with watching(tags_of(run.run_dir)) as watch:  # what else used the machine
                 outcome = launcher_for(run, address).run(run.plan, run.run_dir, on_line=on_line,
                                                           timeout_s=run.scenario.timeout_s)
             conditions = watch.stop()
@@ -241,12 +246,16 @@ def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
     return outcome
 
 
-def cluster_dirs_of(rd: RunDir) -> list[str]:
-    """Temp dirs of the local Ray clusters a run may use (its own, a suite's shared one): their
-    processes are the run's, though they are not its descendants."""
-    from workbook.launch.cluster.state import default_state_file, temp_dir_for
+def tags_of(rd: RunDir) -> list[str]:
+    """Process tags of the run (a local Ray cluster it starts carries it too) and of a suite's
+    shared cluster it may borrow: their processes are the run's, though not its descendants."""
+    from workbook.launch.cluster.state import load_state
 
-    return [str(temp_dir_for(rd.path / CLUSTER_FILE)), str(temp_dir_for(default_state_file()))]
+    try:
+        shared = load_state()
+    except WorkbookError:  # not a state file: no cluster to borrow
+        shared = None
+    return [process_tag(rd), *([shared.tag] if shared is not None else [])]
 
 
 __all__ = ["DRIVEN", "Finished", "Run", "close", "driven", "finish", "judge", "launch",

@@ -1,9 +1,11 @@
-"""Starting and stopping a local cluster: ``up`` (idempotent) and ``down`` (by PID).
+"""Starting and stopping a local cluster: ``up`` (idempotent) and ``down`` (by its process tag).
 
 ``up`` writes the state file before anything starts, so ``down`` can clean up a start that
 failed half way; a node that fails to start (a busy 2-core machine can exceed Ray's own waits)
-is tried again with fresh ports. ``down`` never runs ``ray stop``, which would stop every Ray
-cluster of the machine: it stops the processes of this cluster's temp dir only.
+is tried again with fresh ports. Every process of the cluster carries its tag (recorded in the
+state file; see :mod:`workbook.launch.processes`). ``down`` never runs ``ray stop``, which would
+stop every Ray cluster of the machine: it stops the processes carrying this cluster's tag only,
+and only for a state file the workbook wrote.
 """
 
 from __future__ import annotations
@@ -28,7 +30,14 @@ from workbook.launch.cluster.state import (
     save_state,
     temp_dir_for,
 )
-from workbook.launch.processes import KILL_GRACE_S, cluster_processes, stop_processes
+from workbook.launch.processes import (
+    KILL_GRACE_S,
+    end_tagged,
+    is_tag,
+    new_tag,
+    tagged,
+    tagged_env,
+)
 from workbook.launch.ray_nodes import node_ports, ray_executable, start_command
 
 STARTUP_TIMEOUT_S = 120.0
@@ -44,13 +53,14 @@ class _NodeArgs(TypedDict):
     device_resource: str
 
 
-def _ray_env() -> dict[str, str]:
-    """Environment of the ``ray start`` processes (inherited by every job they run).
+def _ray_env(tag: str) -> dict[str, str]:
+    """Environment of the ``ray start`` processes (inherited by every job they run), with the
+    cluster's process tag.
 
     The venv's bin dir goes first on PATH so a job's ``python3`` is this venv's; token auth
     is on unless the caller chose ``RAY_AUTH_MODE`` explicitly, as Ray does for local clusters.
     """
-    env = dict(os.environ)
+    env = tagged_env(tag)
     env.pop("RAY_ADDRESS", None)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.setdefault("RAY_AUTH_MODE", "token")
@@ -136,12 +146,14 @@ def up(
     devices_per_node: int = 1,
     device_resource: str = "GPU",
     state_file: Path | None = None,
+    tag: str | None = None,
 ) -> ClusterState:
     """Start a head and ``nodes - 1`` more nodes; return the state (the running one if already up).
 
     ``cpus_per_node`` are logical CPUs (scheduling slots for verl's many small actors, not
     cores); ``device_resource`` "GPU" gives ``--num-gpus``, anything else (``NPU``) a custom
-    resource of that name.
+    resource of that name. ``tag`` is the tag its processes carry (a run's own cluster carries
+    the run's), else a new one.
     """
     if nodes < 1 or cpus_per_node < 1 or devices_per_node < 0:
         raise InputError("a cluster needs nodes >= 1, cpus_per_node >= 1, devices_per_node >= 0")
@@ -153,7 +165,8 @@ def up(
         down(state_file)  # stale: clear leftovers before reusing its temp dir
     temp_dir = temp_dir_for(state_file)
     temp_dir.mkdir(parents=True, exist_ok=True)
-    env = _ray_env()
+    tag = tag or new_tag()
+    env = _ray_env(tag)
     _ensure_token(env)
     taken: set[int] = set()
     head_ports = node_ports(True, taken)
@@ -167,6 +180,7 @@ def up(
         device_resource=device_resource,
         ports=[head_ports],
         started_at=now_iso(),
+        tag=tag,
     )
     save_state(state, state_file)  # written first so `down` can clean up a failed start
     try:
@@ -184,7 +198,7 @@ def up(
     except BaseException:
         down(state_file)
         raise
-    state.pids = [p.pid for p in cluster_processes(state.temp_dir)]
+    state.pids = sorted(p.pid for p in tagged(tag))
     save_state(state, state_file)
     return state
 
@@ -211,7 +225,7 @@ class _Starter:
             )
 
         def recover() -> None:
-            stop_processes(cluster_processes(str(self.common["temp_dir"])), grace_s=5.0)
+            end_tagged(state.tag, grace_s=5.0)
             head_ports = node_ports(True, self.taken)
             state.ports = [head_ports]
             state.dashboard_url = f"http://127.0.0.1:{head_ports['dashboard-port']}"
@@ -257,12 +271,34 @@ def _gcs_address(temp_dir: Path, port: int) -> str:
     return text or f"127.0.0.1:{port}"
 
 
-def down(state_file: Path | None = None, grace_s: float = KILL_GRACE_S) -> dict[str, int]:
-    """Stop every process of the recorded cluster by PID and forget it; counts of stopped processes."""
+def down(state_file: Path | None = None, grace_s: float = KILL_GRACE_S, *,
+         tag: str | None = None) -> dict[str, int]:
+    """Stop every process carrying the recorded cluster's tag and forget it; counts of stopped
+    processes. A state file the workbook did not write (or, given ``tag``, not the cluster of
+    the run with that tag) is refused, nothing stopped: InputError (exit 2) saying why."""
     state_file = Path(state_file or default_state_file())
     state = load_state(state_file)
     if state is None:
         return {"terminated": 0, "killed": 0}
-    counts = stop_processes(cluster_processes(state.temp_dir), grace_s)
+    why = not_ours(state, state_file, tag)
+    if why is not None:
+        raise InputError(f"refusing to stop the cluster of {state_file}: {why}; nothing was "
+                         "stopped")
+    counts = end_tagged(state.tag, grace_s)
     state_file.unlink(missing_ok=True)
     return counts
+
+
+def not_ours(state: ClusterState, state_file: Path, tag: str | None = None) -> str | None:
+    """Why ``down`` must not act on this state (None when the workbook wrote it): its temp dir is
+    not the one ``up`` derives from the file's own path, it records no tag of the workbook's
+    form, or (``tag``) not the tag of the run that started it."""
+    own = temp_dir_for(state_file)
+    if not isinstance(state.temp_dir, str) or Path(state.temp_dir) != own:
+        return f"its temp_dir {state.temp_dir!r} is not the one the workbook makes for it ({own})"
+    if not is_tag(state.tag):
+        return "it records no process tag of the workbook's (written by hand or by an older workbook)"
+    if tag is not None and state.tag != tag:
+        return "its process tag is not the run's"
+    return None
+

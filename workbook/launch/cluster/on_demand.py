@@ -16,6 +16,7 @@ from workbook.core.layout import CLUSTER_FILE
 from workbook.launch.cluster import probe
 from workbook.launch.cluster.lifecycle import down, up
 from workbook.launch.cluster.state import ClusterState, load_state, temp_dir_for
+from workbook.launch.processes import process_tag
 
 
 @contextmanager
@@ -24,9 +25,10 @@ def on_demand(scenario: Any, run_dir: Any) -> Iterator[str | None]:
 
     A cluster of the same shape already recorded in ``$WORKBOOK_CLUSTER_STATE`` and alive is
     used and left running (a suite shares one between consecutive entries). Otherwise one is
-    started with its state in the run directory, recorded in ``run.json`` (so a crashed run's
-    cluster is found and stopped later) and stopped by PID when the run ends. Yields None when
-    the scenario names no local cluster (its ``ray.address`` or ``$RAY_ADDRESS`` then apply).
+    started with its state in the run directory, recorded in ``run.json``, its processes
+    carrying the run's own tag (so a crashed run's cluster is found and stopped with the run's
+    other processes), and stopped when the run ends. Yields None when the scenario names no
+    local cluster (its ``ray.address`` or ``$RAY_ADDRESS`` then apply).
     """
     nodes = getattr(getattr(scenario, "ray", None), "local_nodes", None)
     if scenario.launcher != "ray" or not nodes:
@@ -40,11 +42,12 @@ def on_demand(scenario: Any, run_dir: Any) -> Iterator[str | None]:
     state_file = Path(run_dir.path) / CLUSTER_FILE
     run_dir.update_run(local_cluster={"state_file": str(state_file),
                                       "temp_dir": str(temp_dir_for(state_file))})
+    tag = process_tag(run_dir)  # the run's own: ending the run ends its cluster
     try:
-        state = up(state_file=state_file, **shape)
+        state = up(state_file=state_file, tag=tag, **shape)
         yield state.dashboard_url
     finally:
-        down(state_file)
+        down(state_file, tag=tag)
 
 
 def device_resource(profile: str) -> str:
