@@ -280,16 +280,15 @@ def test_checks_json_holds_rows_and_plot_data(tmp_path: Path) -> None:
     assert row["steps"] == list(range(5, 15)) and row["band"] == "tolerance 5%"
 
 
-def test_judging_a_run_dir_writes_checks_json_and_run_json(make_run: Callable[..., Path]) -> None:
+def test_judging_a_run_dir_writes_nothing_into_it(make_run: Callable[..., Path]) -> None:
     run = make_run(steady({"actor/pg_loss": 0.1}), checks={"expressions": [
         'data["actor/pg_loss"][-1] < 1']})
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
 
-    verdict = judge_run_dir(run)
+    verdict = judge_run_dir(run, previous=None)
 
-    assert verdict.status == "passed"
-    assert json.loads((run / "checks.json").read_text())["rows"][-1]["source"] == (
-        'data["actor/pg_loss"][-1] < 1')
-    assert json.loads((run / "run.json").read_text())["verdict"]["status"] == "passed"
+    assert verdict.status == "passed" and verdict.rows[-1].source == 'data["actor/pg_loss"][-1] < 1'
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before  # closing records it
 
 
 def test_judging_with_the_validated_scenario_uses_its_checks(make_run: Callable[..., Path],
@@ -297,6 +296,6 @@ def test_judging_with_the_validated_scenario_uses_its_checks(make_run: Callable[
     run = make_run(steady({"actor/pg_loss": 0.1}))  # its params.resolved.yaml has no checks
     scenario = {"name": "handmade", "checks": {"expressions": ['data["actor/pg_loss"][-1] > 1']}}
 
-    verdict = judge_run_dir(run, scenario=scenario, params_dir=tmp_path)
+    verdict = judge_run_dir(run, scenario=scenario, params_dir=tmp_path, previous=None)
 
     assert verdict.status == "regressed" and verdict.rows[-1].status == "fail"

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from workbook.core.layout import RunDir
-from workbook.history.ledger import LEDGER_DIR, read_all, read_rebuilt
+from workbook.history.ledger import LEDGER_DIR, read_all, rebuild
 from workbook.launch.outcome import Outcome
 from workbook.run import life
 
@@ -57,7 +57,7 @@ def test_the_baseline_digest_is_the_one_the_run_was_judged_with(tmp_path: Path) 
 
     data = json.loads(baseline.read_text(encoding="utf-8"))
     baseline.write_text(json.dumps(data), encoding="utf-8")  # re-blessed after the run
-    rebuilt = read_rebuilt(root)[(SCENARIO, "cpu")]
+    rebuilt = rebuild(root)[(SCENARIO, "cpu")]
 
     assert [e.baseline for e in rebuilt] == [{"path": str(baseline), "sha256": judged_with}]
     assert rd.read_json("run")["closed"]["ledger"]["baseline_sha256"] == judged_with

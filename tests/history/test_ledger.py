@@ -175,14 +175,6 @@ def test_a_copy_inside_the_runs_root_counts_once_when_the_ledger_is_rebuilt(
     assert [e.run_id for e in rebuild(tmp_path)[(SCENARIO, "cpu")]] == [run.name]
 
 
-def test_a_broken_ledger_file_is_rebuilt_not_trusted(tmp_path: Path) -> None:
-    run = night(tmp_path, 3)
-    record(run, tmp_path)
-    ledger_file(tmp_path, SCENARIO, "cpu").write_text("not json\n")
-
-    assert [e.run_id for e in read_ledger(tmp_path, SCENARIO, "cpu")] == [run.name]
-
-
 def test_the_first_record_in_an_old_runs_root_builds_every_ledger(tmp_path: Path) -> None:
     older = night(tmp_path, 3)  # closed before the ledger existed
     run = night(tmp_path, 4)

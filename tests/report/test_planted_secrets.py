@@ -17,11 +17,13 @@ from pathlib import Path
 import pytest
 
 from workbook.checks.junit import verdict_suite, write_junit
-from workbook.checks.runner import check_path, judge_run_dir
+from workbook.checks.runner import check_path
 from workbook.core.redaction import redact_mapping
+from workbook.history.judgement import judge_night
 from workbook.report.index import write_index
 from workbook.report.publish import publish
 from workbook.report.render import render_report
+from workbook.run import life
 
 SCENARIO, RUN_ID = "gspo-tiny-1n1cpu-fsdp2-vllm", "20261129T180000Z-plant1"
 KINDS = ["wandb", "db", "pg", "curl", "bearer", "access", "urlpw", "metric", "note", "env",
@@ -99,7 +101,8 @@ def planted(tmp_path: Path) -> Path:
 def test_no_planted_secret_reaches_a_file_that_leaves_the_run(planted: Path, tmp_path: Path):
     run, root = planted, planted.parent.parent
     raw = {name: (run / name).read_bytes() for name in ("run.log", "metrics.jsonl")}
-    verdict = judge_run_dir(run)
+    verdict = judge_night(run)
+    life.judge(run)  # the closing's judge step writes checks.json and run.json
     # the writers were handed secrets: the guard, not the input, keeps them out of the files
     assert _leaks(json.dumps(verdict.to_dict(), default=str))
     render_report(run)
@@ -141,7 +144,8 @@ def test_no_planted_secret_reaches_a_file_that_leaves_the_run(planted: Path, tmp
 
 def test_redacted_records_keep_the_real_verdict_and_every_number(planted: Path, tmp_path: Path):
     run, root = planted, planted.parent.parent
-    verdict = judge_run_dir(run)
+    verdict = judge_night(run)
+    life.judge(run)  # the closing's judge step writes checks.json and run.json
     site = tmp_path / "site"
     publish(root, site)
     for folder in (run, site / SCENARIO / RUN_ID):

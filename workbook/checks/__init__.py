@@ -16,7 +16,7 @@ The modules follow the data, and import only what comes before them:
     verdict.py      judge(evidence, spec, baseline) -> Verdict; checks.json
     junit.py        a verdict as JUnit XML
     blessing.py     ``bless``: a baseline from N good runs
-    runner.py       check_path / judge_run_dir: gather, judge, write
+    runner.py       check_path / judge_run_dir: gather and judge (closing writes)
 """
 
 from workbook.checks.baseline import Baseline, load_baseline

@@ -1,7 +1,9 @@
-"""Checking a run end to end: gather its evidence, judge it, write checks.json.
+"""Checking a run end to end: gather its evidence and judge it (nothing is written here).
 
 ``workbook run`` (and the notebook), ``workbook check`` and ``workbook report`` all come here,
 so a run is judged the same way whether it was just launched or is a verl log from elsewhere.
+A run directory is judged with the nights before it by :mod:`workbook.history.judgement`, and
+its verdict recorded by its closing (:mod:`workbook.run.life`) alone.
 """
 
 from __future__ import annotations
@@ -15,32 +17,29 @@ from workbook.checks.confirmation import Previous, asks_confirmation
 from workbook.checks.evidence import Evidence, gather, is_run_directory, params_dir_for
 from workbook.checks.spec import CheckSpec, parse_checks
 from workbook.checks.verdict import Verdict, judge
-from workbook.core.layout import RUN_FILES, RunDir
+from workbook.core.layout import RUN_FILES
 from workbook.errors import ParamsError
 
 
 def check_path(path: Path, *, baseline: Path | None = None, expressions: Sequence[str] = (),
                scenario: tuple[Mapping[str, Any], Path] | None = None,
                out: Path | None = None) -> tuple[Verdict, Path]:
-    """Judge a run directory, console log or JSONL; returns the verdict and its checks.json path.
+    """Judge a run directory, console log or JSONL bare (no previous nights: a run directory's
+    own judgement is :func:`workbook.history.judgement.judge_night`); returns the verdict and
+    where its checks.json would go (:func:`checks_json_for`). Writes nothing.
 
     A run directory is judged by its ``params.resolved.yaml`` (or ``scenario``'s) ``checks:``
     section; a bare file by the health checks, the defaults on the metrics the baseline names,
     and ``expressions``. ``scenario`` judges as that scenario: its resolved mapping (every default
-    filled in, as in params.resolved.yaml) and the folder its relative baseline path is in. ``baseline`` replaces the spec's baseline. The checks.json path is
-    ``out`` when given, else :func:`checks_json_for`.
+    filled in, as in params.resolved.yaml) and the folder its relative baseline path is in.
+    ``baseline`` replaces the spec's baseline.
 
     Raises:
         ExpressionError, BaselineError, ParamsError, InputError, MetricsError: bad input (exit 2).
     """
-    path = Path(path)
     resolved, params_dir = scenario if scenario is not None else (None, None)
-    evidence = gather(path, scenario=resolved)
-    if params_dir is None:
-        params_dir = params_dir_for(evidence.scenario, evidence.run)
-    spec = spec_of(evidence.scenario, params_dir).with_baseline(baseline)
-    spec = spec.with_expressions(list(expressions))
-    verdict = judge_evidence(evidence, spec)
+    verdict = judge_run_dir(Path(path), scenario=resolved, params_dir=params_dir,
+                            baseline=baseline, expressions=expressions, previous=None)
     return verdict, checks_json_for(path, out)
 
 
@@ -64,25 +63,25 @@ def checks_json_for(path: Path, out: Path | None = None) -> Path:
     return folder / RUN_FILES["checks"]
 
 
-def judge_run_dir(run_dir: Path, *, scenario: Mapping[str, Any] | None = None,
-                  params_dir: Path | None = None,
-                  previous: Callable[[], Previous] | None = None) -> Verdict:
-    """Judge a finished run; write checks.json and the verdict summary into run.json.
+def judge_run_dir(path: Path, *, scenario: Mapping[str, Any] | None = None,
+                  params_dir: Path | None = None, baseline: Path | None = None,
+                  expressions: Sequence[str] = (),
+                  previous: Callable[[], Previous] | None) -> Verdict:
+    """Judge a run directory (or a log or JSONL) and write nothing.
 
     ``scenario`` is the validated scenario (a mapping); without it the run directory's
     ``params.resolved.yaml`` is read. ``params_dir`` is where its relative baseline path lives.
-    ``previous`` gives the previous nights' baseline-row statuses per metric (the run layer
-    reads them from the ledger); it is called only when a policy asks for ``confirm_nights``.
+    ``baseline`` and ``expressions`` are a what-if's. ``previous`` gives the previous nights'
+    baseline-row statuses per metric (the history layer reads them from the ledger; None: no
+    history, as for a bare log); it is called only when a policy asks for ``confirm_nights``.
     """
-    evidence = gather(Path(run_dir), scenario=scenario)
-    spec = spec_of(evidence.scenario, params_dir or params_dir_for(evidence.scenario, evidence.run))
+    evidence = gather(Path(path), scenario=scenario)
+    if params_dir is None:
+        params_dir = params_dir_for(evidence.scenario, evidence.run)
+    spec = spec_of(evidence.scenario, params_dir).with_baseline(baseline)
+    spec = spec.with_expressions(list(expressions))
     nights = previous() if previous is not None and asks_confirmation(spec) else None
-    verdict = judge_evidence(evidence, spec, previous=nights)
-    verdict.write_json(Path(run_dir) / RUN_FILES["checks"])
-    rd = RunDir(Path(run_dir))
-    if rd.file("run").exists():
-        rd.update_run(verdict=verdict.summary())
-    return verdict
+    return judge_evidence(evidence, spec, previous=nights)
 
 
 def spec_of(scenario: Mapping[str, Any], params_dir: Path) -> CheckSpec:

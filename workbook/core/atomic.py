@@ -16,24 +16,41 @@ from typing import TextIO
 
 
 @contextmanager
-def atomic_writer(path: Path, *, newline: str | None = None) -> Iterator[TextIO]:
+def atomic_writer(path: Path, *, newline: str | None = None, sync: bool = False
+                  ) -> Iterator[TextIO]:
     """A UTF-8 text handle whose content replaces ``path`` when the block ends without error
-    (and is thrown away when it raises). ``newline=""`` writes line ends as given."""
+    (and is thrown away when it raises). ``newline=""`` writes line ends as given; ``sync``
+    puts the content and the rename on disk before returning (a record that must survive a
+    power cut, such as the ledger)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as handle:
             yield handle
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; these files are meant to be read and published
         os.replace(tmp, path)
+        if sync:
+            sync_folder(path.parent)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def write_atomic(path: Path, text: str) -> Path:
+def write_atomic(path: Path, text: str, *, sync: bool = False) -> Path:
     """Write ``text`` to ``path`` through a temp file in the same folder and a rename."""
-    with atomic_writer(path) as handle:
+    with atomic_writer(path, sync=sync) as handle:
         handle.write(text)
     return Path(path)
+
+
+def sync_folder(folder: Path) -> None:
+    """Put a folder's entries (a file created or renamed in it) on disk."""
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,7 +1,9 @@
 """The history of a scenario: a ledger of its judged nights, and what changed between two.
 
-:mod:`~workbook.history.ledger` keeps one entry per judged night per scenario and hardware (the
-run directories are the truth, the ledger file a cache of them); :mod:`~workbook.history.changes`
+:mod:`~workbook.history.ledger` keeps one entry per judged night per scenario and hardware (an
+append-only file that outlives the run directories it was built from);
+:mod:`~workbook.history.judgement` judges a run directory with the nights before it (closing,
+``workbook check`` and a proposal's re-judge alike); :mod:`~workbook.history.changes`
 says what differs between two entries: a red night's "what changed since the last green one",
 and the environment changes the index's trend charts mark; :mod:`~workbook.history.proposal`
 picks the nights a baseline refresh is blessed from, :mod:`~workbook.history.proposal_record`

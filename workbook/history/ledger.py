@@ -10,12 +10,18 @@ on purpose, a bisect's step runs an old verl commit on purpose and a run that lo
 (``WORKBOOK_FAULT``: a planted regression) is meant to be red: none is a night, and none is in
 the ledger.
 
-The run directories are the truth. ``<runs root>/ledger/<scenario>.<hardware>.jsonl`` caches
-their entries: :func:`record` updates it when a run is closed, and a runs root without a
-``ledger`` folder gets one rebuilt from its run directories (:func:`rebuild`) the first time one
-is needed. ``hardware`` is the run's profile (``cpu``, ``npu``, ``cuda``), so a night on another
-machine of the same kind still finds the last green night before it, and what changed names
-the machine; each entry keeps the full hardware key.
+The run directories are the truth, and ``<runs root>/ledger/<scenario>.<hardware>.jsonl`` their
+memory, which outlives them: a night whose run directory was pruned is still a night. So the
+file is only ever appended to (:func:`record`, when a run is closed): one lock for every writer,
+whole lines in one write, fsync'd; a night judged again or moved gets a new line, and the last
+line of a run id is its entry. A line that is not an entry (torn, not UTF-8, a JSON list, too
+large) is set aside into ``<file>.quarantine`` beside it, every other line kept, and named in a
+warning on stderr and in the index (:func:`problems`). A ledger file is built from the run
+directories only when it is missing (:func:`rebuild`), and a rebuild only adds nights. Readers
+never block (a FIFO or device in ``ledger/`` is skipped with a warning, the lock is only tried)
+and read at most :data:`LEDGER_MAX_BYTES` per file. ``hardware`` is the run's profile (``cpu``,
+``npu``, ``cuda``), so a night on another machine of the same kind still finds the last green
+night before it, and what changed names the machine; each entry keeps the full hardware key.
 """
 
 from __future__ import annotations
@@ -24,13 +30,18 @@ import fcntl
 import hashlib
 import json
 import math
+import os
 import re
+import stat
+import sys
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from workbook.core.atomic import sync_folder
 from workbook.core.clock import utc_time
 from workbook.core.layout import (
     BISECT_FILE,
@@ -39,6 +50,7 @@ from workbook.core.layout import (
     SUITE_FILE,
     SWEEP_FILE,
     SWEEPS_DIR,
+    TREE_MAX_BYTES,
     is_run_dir,
     read_json_object,
     write_atomic,
@@ -46,12 +58,18 @@ from workbook.core.layout import (
 from workbook.core.redaction import dump_json
 from workbook.core.serialization import load_yaml
 from workbook.core.status import RED, VERDICTS, Verdict
-from workbook.errors import WorkbookError
+from workbook.core.textfile import read_bytes
+from workbook.errors import InputError, WorkbookError
 from workbook.params.settings import environment_of, settings_of, tuning_of
 from workbook.provenance import hardware_key, image_of, versions_of
 
 LEDGER_DIR = "ledger"
+LEDGER_SUFFIX = ".jsonl"
 LOCK_FILE = ".lock"
+QUARANTINE = ".quarantine"  # <scenario>.<hardware>.jsonl.quarantine: its lines that were not entries
+LEDGER_MAX_BYTES = TREE_MAX_BYTES  # a ledger file read whole (an entry is a few kB: 10^4 nights)
+LINE_MAX_BYTES = 1 << 20  # a longer line was not written by the workbook
+LOCK_WAIT_S = 300.0  # a writer waits this long for another (a first rebuild walks every run)
 FAULT_ENV = "WORKBOOK_FAULT"  # benchmarks/faults: a planted fault the run is meant to show
 GREEN = (Verdict.PASSED.value, Verdict.IMPROVED.value)
 SINGLE = "single run"  # an entry's ``night`` when no suite ran it
@@ -120,12 +138,13 @@ class Entry:
 
 
 class LedgerError(WorkbookError):
-    """A ledger file that cannot be read (it is a cache: rebuilt from the run directories)."""
+    """A night that cannot be written into its ledger (its file or the lock is not a regular
+    file, the lock is held too long): the night stays in its run directory."""
 
 
 def ledger_file(runs_root: Path, scenario: str, hardware: str) -> Path:
     """``<runs root>/ledger/<scenario>.<hardware>.jsonl`` (unusual characters as ``_``)."""
-    return Path(runs_root) / LEDGER_DIR / f"{_safe(scenario)}.{_safe(hardware)}.jsonl"
+    return Path(runs_root) / LEDGER_DIR / f"{_safe(scenario)}.{_safe(hardware)}{LEDGER_SUFFIX}"
 
 
 def last_green(ledger: Sequence[Entry], before: Entry | None = None) -> Entry | None:
@@ -213,93 +232,115 @@ def rebuild(runs_root: Path) -> dict[tuple[str, str], list[Entry]]:
 
 
 def read_all(runs_root: Path, *, store: bool = True) -> dict[tuple[str, str], list[Entry]]:
-    """Every ledger of the runs root: its files, or, when it has none yet, rebuilt from its run
-    directories (and stored when ``store``: not in a published copy of the tree)."""
+    """Every ledger of the runs root, each oldest first: its files, or, when it has none yet,
+    rebuilt from its run directories (and stored when ``store``: not in a published copy)."""
     folder = Path(runs_root) / LEDGER_DIR
-    if not folder.is_dir():
-        ledgers = rebuild(runs_root)
-        if store:
-            _store_all(runs_root, ledgers)
-        return ledgers
+    names = sorted(folder.glob(f"*{LEDGER_SUFFIX}")) if folder.is_dir() else []
+    if not names:
+        return _rebuilt(runs_root, store=store)
     found: dict[tuple[str, str], list[Entry]] = {}
-    for path in sorted(folder.glob("*.jsonl")):
-        try:
-            entries = read_file(path)
-        except LedgerError:
-            return read_rebuilt(runs_root, store=store)
-        for entry in entries:
+    for path in names:
+        for entry in read_file(path, store=store):
             found.setdefault(entry.key, []).append(entry)
-    return {key: sorted(entries, key=lambda e: e.sort_key) for key, entries in found.items()}
-
-
-def read_rebuilt(runs_root: Path, *, store: bool = True) -> dict[tuple[str, str], list[Entry]]:
-    """Every ledger rebuilt from the run directories (and stored in place of the files)."""
-    ledgers = rebuild(runs_root)
-    if store:
-        _store_all(runs_root, ledgers, replace=True)
-    return ledgers
+    return {key: _fold(entries) for key, entries in found.items()}
 
 
 def read_ledger(runs_root: Path, scenario: str, hardware: str, *, store: bool = True
                 ) -> list[Entry]:
-    """The ledger of one scenario and hardware, oldest first."""
+    """The ledger of one scenario and hardware, oldest first (rebuilt from the run directories
+    when its file is missing, and then stored when ``store``)."""
     path = ledger_file(runs_root, scenario, hardware)
-    if path.parent.is_dir():
-        try:
-            return read_file(path) if path.is_file() else []
-        except LedgerError:
-            return read_rebuilt(runs_root, store=store).get((scenario, hardware), [])
-    return read_all(runs_root, store=store).get((scenario, hardware), [])
+    if not os.path.lexists(path):
+        return _rebuilt(runs_root, store=store).get((scenario, hardware), [])
+    return [e for e in read_file(path, store=store) if e.key == (scenario, hardware)]
 
 
-def read_file(path: Path) -> list[Entry]:
-    """A ledger file's entries; LedgerError when a line is not one."""
-    entries = []
+def read_file(path: Path, *, store: bool = True) -> list[Entry]:
+    """A ledger file's entries, each run once (its last line), oldest first. A line that is not
+    an entry is skipped with a warning, and set aside into the quarantine file when ``store``
+    (and no writer holds the lock); a file that is not a regular file, or is larger than
+    :data:`LEDGER_MAX_BYTES`, is skipped with a warning. Never blocks."""
+    path = Path(path)
+    lines = _load(path)
+    if lines is None:
+        return []
+    if lines.bad:
+        moved = None
+        if store:
+            with _locked(path.parent, wait=False) as held:
+                moved = _quarantine(path) if held else None
+        _warn_bad(path, lines, moved)
+    return _fold(lines.entries)
+
+
+def quarantine_file(path: Path) -> Path:
+    """Where a ledger file's lines that are not entries are kept aside."""
+    return Path(path).with_name(Path(path).name + QUARANTINE)
+
+
+def problems(runs_root: Path) -> list[str]:
+    """What the user must know of the runs root's ledger, one sentence each: the lines kept
+    aside in quarantine files, and the entries of ``ledger/`` that are not regular files (a FIFO
+    is never read). Read from the folder's listing and the quarantine files' sizes only."""
+    folder = Path(runs_root) / LEDGER_DIR
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise LedgerError(f"{path}: unreadable: {exc}") from None
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-            entries.append(Entry.from_dict(data))
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise LedgerError(f"{path}: line {n}: not a ledger entry ({exc})") from None
-    return entries
+        names = sorted(folder.iterdir())
+    except OSError:
+        return []
+    found = []
+    for path in names:
+        shown = f"{LEDGER_DIR}/{path.name}"
+        info = _lstat(path)
+        regular = info is not None and stat.S_ISREG(info.st_mode)
+        if path.name == LOCK_FILE or path.name.endswith(LEDGER_SUFFIX):
+            if not regular:
+                found.append(f"{shown} is not a regular file (a FIFO, device, folder or link): "
+                             + ("no night can be recorded" if path.name == LOCK_FILE
+                                else "its nights are not read"))
+            elif info is not None and info.st_size > LEDGER_MAX_BYTES:
+                found.append(f"{shown} is larger than {LEDGER_MAX_BYTES >> 20} MiB: its nights "
+                             "are not read")
+        elif path.name.endswith(LEDGER_SUFFIX + QUARANTINE) and regular and info is not None:
+            ledger = shown[:-len(QUARANTINE)]
+            found.append(f"{shown} holds {_quantity(path, info.st_size)} of {ledger} that were "
+                         "not ledger entries, kept aside (every other night kept); look at "
+                         "them, then delete the file")
+    return found
 
 
 def record(run_dir: Path, runs_root: Path) -> Entry | None:
-    """Put a closed run's entry in its ledger, replacing the one it had (a run judged again, or
-    moved: the same run id whose old directory is gone), and return it; None, and no entry, for a
-    run that is not a night (or not judged), or a copy of a night the ledger holds (the same run
-    id, its directory still there). The first record in a runs root builds every ledger from its
-    run directories."""
-    folder = Path(runs_root) / LEDGER_DIR
-    existed = folder.is_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    judged = entry_of(run_dir, runs_root, judged_now=True)
-    entry = judged if judged is not None and counts(run_dir, runs_root) else None
-    with _locked(folder / LOCK_FILE):
-        if not existed:
-            _store_all(runs_root, rebuild(runs_root))
-        if judged is not None:
-            path = ledger_file(runs_root, *judged.key)
-            try:
-                before: list[Entry] | None = read_file(path) if path.is_file() else []
-            except LedgerError:  # a broken cache: written anew from the run directories
-                before = None
-            found = rebuild(runs_root).get(judged.key, []) if before is None else before
-            others = [e for e in found if e.path != judged.path]
-            twin = next((e for e in others if e.run_id == judged.run_id), None)
-            if twin is not None and twin.run_dir(runs_root).is_dir():
-                entry = None  # a copy of a night already recorded is not a night of its own
-            elif twin is not None:
-                others.remove(twin)  # the night moved: its entry follows it
-            kept = sorted(others + ([entry] if entry else []), key=lambda e: e.sort_key)
-            if kept != before:  # a sweep point, say, changes nothing
-                _store(path, kept)
+    """Add a closed run's entry to its ledger (a line; the night judged again or moved: a newer
+    line for the same run id) and return it; None, and no line, for a run that is not a night
+    (or not judged), or a copy of a night the ledger holds (the same run id, its directory still
+    there). A runs root without a ledger file gets every ledger built from its run directories
+    first, and a scenario without one its own; a rebuild only adds nights.
+
+    Raises:
+        LedgerError: the ledger file or its lock is not a regular file, or another writer held
+            the lock for :data:`LOCK_WAIT_S` (the night stays in its run directory).
+    """
+    run_dir, root = Path(run_dir), Path(runs_root)
+    judged = entry_of(run_dir, root, judged_now=True)
+    entry = judged if judged is not None and counts(run_dir, root) else None
+    folder = root / LEDGER_DIR
+    with _locked(folder, wait=True):
+        if not any(folder.glob(f"*{LEDGER_SUFFIX}")):  # no ledger yet: every one built once
+            _add_missing(root, rebuild(root))
+        if entry is None:
+            return None
+        path = ledger_file(root, *entry.key)
+        if not os.path.lexists(path):  # this scenario's is missing: its older nights first
+            _add_missing(root, {entry.key: rebuild(root).get(entry.key, [])})
+        lines = _load(path)
+        if lines is not None and lines.bad:
+            _warn_bad(path, lines, _quarantine(path))
+        current = _fold(lines.entries) if lines is not None else []
+        twin = next((e for e in current if e.run_id == entry.run_id and e.path != entry.path),
+                    None)
+        if twin is not None and twin.run_dir(root).is_dir():
+            return None  # a copy of a night already recorded is not a night of its own
+        if _as_written(entry) not in current:  # a night closed again unchanged: no line
+            _append(path, [entry])
     return entry
 
 
@@ -331,42 +372,235 @@ def dump(entries: Sequence[Entry]) -> str:
     return "".join(dump_json(e.to_dict(), indent=None, sort_keys=True) for e in entries)
 
 
-def _store(path: Path, entries: Sequence[Entry]) -> None:
-    if entries:
-        write_atomic(path, dump(entries))
-    else:
-        path.unlink(missing_ok=True)
+@dataclass(frozen=True)
+class _Lines:
+    """A ledger file as read: its entries in file order, its good lines as written, and the
+    lines that are not entries (numbered from 1)."""
+
+    entries: list[Entry]
+    good: list[bytes]
+    bad: list[tuple[int, bytes]]
 
 
-def _store_all(runs_root: Path, ledgers: Mapping[tuple[str, str], Sequence[Entry]], *,
-               replace: bool = False) -> None:
-    """Write every ledger file (``replace``: and remove the others); a read-only runs root is
-    left as it is (the ledger is a cache)."""
-    folder = Path(runs_root) / LEDGER_DIR
+def _load(path: Path) -> _Lines | None:
+    """A ledger file's lines (none when it is missing); None, with a warning, when it cannot
+    be read as one: not a regular file, too large, unreadable."""
+    if not os.path.lexists(path):
+        return _Lines([], [], [])
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        written = set()
-        for key, entries in ledgers.items():
-            path = ledger_file(runs_root, *key)
-            _store(path, entries)
-            written.add(path.name)
-        if replace:
-            for stale in folder.glob("*.jsonl"):
-                if stale.name not in written:
-                    stale.unlink(missing_ok=True)
+        if Path(path).is_symlink():
+            raise InputError(f"{path}: the ledger file is a link, not a regular file")
+        data = read_bytes(path, max_bytes=LEDGER_MAX_BYTES, what="ledger file")
+    except InputError as exc:
+        _warn(f"{exc.message}: its nights are not read (the file is left as it is)")
+        return None
+    return _parse(data)
+
+
+def _parse(data: bytes) -> _Lines:
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()  # the file ends with a whole line
+    entries, good, bad = [], [], []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue  # an empty line holds nothing to keep
+        entry = _entry(line)
+        if entry is None:
+            bad.append((n, line))
+        else:
+            entries.append(entry)
+            good.append(line + b"\n")
+    return _Lines(entries, good, bad)
+
+
+_TEXTS = ("scenario", "hardware", "run_id", "path", "date", "verdict", "night", "settings_digest")
+_MAPS = ("versions", "commits", "settings", "baseline", "headline", "comparisons")
+_MAYBE_MAPS = ("image", "hardware_key", "tuning", "env", "conditions")
+
+
+def _entry(line: bytes) -> Entry | None:
+    """The entry a line holds, None when it holds none: too long, not UTF-8, not a JSON object,
+    missing a field an entry needs or holding one of the wrong kind."""
+    if len(line) > LINE_MAX_BYTES:
+        return None
+    try:
+        data = json.loads(line.decode("utf-8"))
+        entry = Entry.from_dict(data) if isinstance(data, dict) else None
+    except (ValueError, TypeError, RecursionError):
+        return None
+    if entry is None or not entry.run_id or not entry.scenario:
+        return None
+    typed = (all(isinstance(getattr(entry, f), str) for f in _TEXTS)
+             and all(isinstance(getattr(entry, f), dict) for f in _MAPS)
+             and all(isinstance(getattr(entry, f), dict | None) for f in _MAYBE_MAPS)
+             and isinstance(entry.host, str | None))
+    return entry if typed else None
+
+
+def _as_written(entry: Entry) -> Entry | None:
+    """An entry as its line reads back (redacted as it is written)."""
+    return _entry(dump([entry]).encode("utf-8").rstrip(b"\n"))
+
+
+def _fold(entries: Sequence[Entry]) -> list[Entry]:
+    """Each run once, as its last line has it (a night judged again, or moved), oldest first."""
+    latest = {e.run_id: e for e in entries}
+    return sorted(latest.values(), key=lambda e: e.sort_key)
+
+
+def _rebuilt(runs_root: Path, *, store: bool) -> dict[tuple[str, str], list[Entry]]:
+    """Every ledger from the run directories, stored where its file is missing when ``store``
+    and no writer holds the lock (a reader never waits; the next one stores it)."""
+    ledgers = rebuild(runs_root)
+    if store and ledgers:
+        try:
+            with _locked(Path(runs_root) / LEDGER_DIR, wait=False) as held:
+                if held:
+                    _add_missing(Path(runs_root), ledgers)
+        except (OSError, LedgerError):
+            pass  # a read-only runs root (a published copy) keeps no ledger
+    return ledgers
+
+
+def _add_missing(runs_root: Path, ledgers: Mapping[tuple[str, str], Sequence[Entry]]) -> None:
+    """Write the ledger files that are missing (the lock held): a rebuild never replaces one."""
+    for key, entries in ledgers.items():
+        path = ledger_file(runs_root, *key)
+        if entries and not os.path.lexists(path):
+            _append(path, sorted(entries, key=lambda e: e.sort_key))
+
+
+def _append(path: Path, entries: Sequence[Entry]) -> None:
+    """Append whole lines in one write and fsync them (the lock held). A file whose last line
+    lost its end (a disk that filled up) gets one first, so only that line is ever torn."""
+    payload = dump(entries).encode("utf-8")
+    flags = (os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW
+             | getattr(os, "O_CLOEXEC", 0))
+    created = not os.path.lexists(path)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        raise LedgerError(f"{path}: cannot append to the ledger ({exc.strerror}; a link, FIFO "
+                          "or device is never written through): the night stays in its run "
+                          "directory") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise LedgerError(f"{path}: the ledger file is not a regular file: the night stays "
+                              "in its run directory")
+        if info.st_size and os.pread(fd, 1, info.st_size - 1) != b"\n":
+            payload = b"\n" + payload
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if created:
+        sync_folder(Path(path).parent)
+
+
+def _quarantine(path: Path) -> Path | None:
+    """Move a ledger file's lines that are not entries to its quarantine file (appended,
+    fsync'd, before the file is rewritten with every other line); the lock held. The file the
+    lines are kept in, None when there were none (or the file cannot be read)."""
+    lines = _load(path)
+    if lines is None or not lines.bad:
+        return None
+    aside = quarantine_file(path)
+    payload = b"".join(line + b"\n" for _, line in lines.bad)
+    flags = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW
+             | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = os.open(aside, flags, 0o644)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        write_atomic(path, b"".join(lines.good).decode("utf-8"), sync=True)
     except OSError:
-        pass
+        return None  # a read-only runs root: the lines are skipped, not moved
+    return aside
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One writer at a time (runs of a parallel suite close at once)."""
-    with open(path, "a", encoding="utf-8") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+def _locked(folder: Path, *, wait: bool) -> Iterator[bool]:
+    """The ledger's one lock (``ledger/.lock``): True once held. A writer (``wait``) waits up to
+    :data:`LOCK_WAIT_S`; a reader only tries, and is given False when another holds it or the
+    lock cannot be taken (a read-only runs root)."""
+    path = Path(folder) / LOCK_FILE
+    flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if not wait:
+            yield False
+            return
+        raise LedgerError(f"{path}: cannot take the ledger's lock ({exc.strerror})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            if not wait:
+                yield False
+                return
+            raise LedgerError(f"{path}: the ledger's lock is not a regular file: no night can "
+                              "be recorded until it is removed")
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not wait:
+                    yield False
+                    return
+                if time.monotonic() > deadline:
+                    raise LedgerError(f"{path}: another process held the ledger's lock for "
+                                      f"{LOCK_WAIT_S:.0f} s: the night stays in its run "
+                                      "directory") from None
+                time.sleep(0.05)
         try:
-            yield
+            yield True
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _warn_bad(path: Path, lines: _Lines, moved: Path | None) -> None:
+    numbers = ", ".join(str(n) for n, _ in lines.bad[:10]) + (", ..." if len(lines.bad) > 10
+                                                              else "")
+    where = f"kept aside in {moved}" if moved else "skipped (not moved: the ledger is busy or "\
+        "read-only)"
+    _warn(f"{path}: {len(lines.bad)} line(s) are not ledger entries (line {numbers}): {where}; "
+          f"its {len(lines.entries)} other line(s) kept")
+
+
+def _warn(message: str) -> None:
+    """A warning the user sees: on stderr (the index lists what stays, :func:`problems`)."""
+    print(f"workbook: ledger: {message}", file=sys.stderr, flush=True)
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return path.lstat()
+    except OSError:
+        return None
+
+
+def _quantity(path: Path, size: int) -> str:
+    """How many lines a quarantine file holds (its size, when it cannot be read whole)."""
+    try:
+        lines = read_bytes(path, max_bytes=LEDGER_MAX_BYTES, what="quarantine file").count(b"\n")
+    except InputError:
+        return f"{size} bytes of lines"
+    return f"{lines} line{'s' if lines != 1 else ''}"
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -401,12 +635,10 @@ def _baseline(run: Mapping[str, Any], checks: Mapping[str, Any], *, recorded: bo
 
 
 def file_sha256(path: Path) -> str | None:
-    """A file's SHA-256, None when it is not a regular file or cannot be read."""
-    if not Path(path).is_file():
-        return None
+    """A file's SHA-256, None when it is not a regular file, is too large or cannot be read."""
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
+        return hashlib.sha256(read_bytes(path, max_bytes=TREE_MAX_BYTES)).hexdigest()
+    except InputError:
         return None
 
 
@@ -507,7 +739,7 @@ def _utc(date: str) -> str:
     return parsed.isoformat() if parsed else date
 
 
-__all__ = ["FAULT_ENV", "GREEN", "LEDGER_DIR", "RED", "SINGLE", "Entry", "LedgerError", "counts",
-           "dump", "entry_of", "file_sha256", "last_green", "ledger_file", "night_of",
-           "read_all", "read_file", "read_ledger", "read_rebuilt", "rebuild", "record",
-           "run_dirs"]
+__all__ = ["FAULT_ENV", "GREEN", "LEDGER_DIR", "LEDGER_MAX_BYTES", "LINE_MAX_BYTES", "RED",
+           "SINGLE", "Entry", "LedgerError", "counts", "dump", "entry_of", "file_sha256",
+           "last_green", "ledger_file", "night_of", "problems", "quarantine_file", "read_all",
+           "read_file", "read_ledger", "rebuild", "record", "run_dirs"]

@@ -11,7 +11,8 @@ other settings is another experiment and never feeds the candidate; its tuning a
 differ, and the candidate's provenance says where they do. The candidate is always compared
 with the blessed baseline (the anchor), never with an earlier candidate, so a chain of
 refreshes cannot drift unreviewed. Each red night since the blessed baseline was made is
-judged again against the candidate, in process, by the judging ``workbook check`` does.
+judged again against the candidate, in process, by the one judgement closing and ``workbook
+check`` use (:mod:`workbook.history.judgement`: with the nights before it), writing nothing.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ from typing import Any
 
 from workbook.checks.baseline import Baseline
 from workbook.checks.conditions import BUSIER, OTHER_CPU, SLOWER, STOLEN, Unlike, unlike_runs
-from workbook.checks.runner import check_path
 from workbook.core.clock import utc_time
 from workbook.core.status import Verdict as Word
 from workbook.errors import BaselineError, WorkbookError
 from workbook.history.changes import Change, changes_since
+from workbook.history.judgement import judge_night
 from workbook.history.ledger import GREEN, Entry
 from workbook.params.settings import changed
 
@@ -252,13 +253,14 @@ def red_since(ledger: Sequence[Entry], blessed: Baseline) -> list[Entry]:
 
 def rejudge(nights: Sequence[Entry], runs_root: Path, candidate: Path,
             scenario: tuple[Mapping[str, Any], Path]) -> list[Rejudged]:
-    """Each night judged as ``workbook check RUN --scenario S --baseline CANDIDATE`` would (its
-    checks.json is not touched); a night whose directory is gone or unreadable says so."""
+    """Each night judged as ``workbook check RUN --scenario S --baseline CANDIDATE`` would (with
+    the nights before it, as its closing judged it; nothing is written); a night whose directory
+    is gone or unreadable says so."""
     found = []
     for entry in nights:
         path = entry.run_dir(runs_root)
         try:
-            verdict, _ = check_path(path, baseline=candidate, scenario=scenario)
+            verdict = judge_night(path, baseline=candidate, scenario=scenario)
         except BaselineError:
             raise
         except WorkbookError as exc:  # a night left half-written is reported, not fatal

@@ -37,7 +37,7 @@ from workbook.core.layout import (
     write_atomic,
 )
 from workbook.core.status import SHOWN
-from workbook.history.ledger import Entry, read_all
+from workbook.history.ledger import Entry, problems, read_all
 from workbook.history.onsets import onsets as onsets_of
 from workbook.plots.trends import ChangeMark, change_marks, trend_chart
 from workbook.report import links
@@ -337,7 +337,9 @@ def _nightly(ledgers: dict[tuple[str, str], list[Entry]], runs_root: Path, base:
     def link(path: Path) -> str | None:
         return links.href(path, base) if _linkable(path, runs_root) else None
 
-    return nightly_html(nightly_rows(ledgers, runs_root, link))
+    notes = "".join(f"<li>{_e(p)}</li>" for p in problems(runs_root))  # lines kept aside, FIFOs
+    return (nightly_html(nightly_rows(ledgers, runs_root, link))
+            + (f'<ul class="wb-note" data-ledger-problems>{notes}</ul>' if notes else ""))
 
 
 def _nights(ledgers: dict[tuple[str, str], list[Entry]], runs_root: Path) -> dict[str, Entry]:

@@ -9,7 +9,10 @@ unchanged is skipped. So the notebook's judge cell and the closing never judge a
 a ``workbook report`` on a run nothing changed in re-renders nothing it need not.
 
 A run is judged from one set of inputs, its directory: run.json, ``params.resolved.yaml`` (the
-scenario as validated, every default filled in), the log, the metrics and the baseline file.
+scenario as validated, every default filled in), the log, the metrics and the baseline file,
+and the nights before it in its scenario's ledger (:mod:`workbook.history.judgement`, the one
+judgement ``workbook check`` and a baseline proposal use too). Closing alone writes the verdict:
+checks.json, run.json's ``verdict``, the report and the ledger, together.
 """
 
 from __future__ import annotations
@@ -83,10 +86,30 @@ def record_outcome(rd: RunDir, outcome: Outcome, *, expected_steps: int | None =
 
 def judge(run: Any) -> dict[str, Any]:
     """Judge the run (checks.json and the verdict in run.json) unless its inputs are unchanged
-    since it was judged; the verdict either way. The notebook's judge cell."""
+    since it was judged; the verdict either way. The notebook's judge cell (its closing, the
+    last cell, renders the report and records the ledger from this verdict)."""
     rd = run_dir_of(run)
     _judge_step(rd)
     return _checks(rd)
+
+
+def recorded(run: Any, verdict: Any) -> bool:
+    """Whether the run's closing recorded ``verdict`` (a :class:`~workbook.checks.verdict.Verdict`)
+    everywhere: checks.json holds it, run.json's verdict is its summary, the report was rendered
+    from that checks.json and the ledger updated after it. ``workbook check`` closes the run
+    again when not."""
+    from workbook.core.redaction import dump_json
+
+    rd = run_dir_of(run)
+    written = json.loads(dump_json(verdict.to_dict()))  # as the writers' guard leaves it
+
+    def same(a: Any, b: Any) -> bool:  # as text: a NaN equals itself
+        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+    return (same(rd.json_object("checks"), written)
+            and same(rd.json_object("run").get("verdict"), written["verdict"])
+            and rd.file("report").is_file() and _recorded(rd, "report") == _inputs(rd, "report")
+            and _recorded(rd, "ledger") is not None)
 
 
 @dataclass
@@ -108,7 +131,8 @@ class Finished:
                 + (f"<p>Steps that failed:</p><ul>{failed}</ul>" if failed else ""))
 
 
-def close(run: Any, *, announce: bool = True, rerender: bool = False) -> Finished:
+def close(run: Any, *, announce: bool = True, rerender: bool = False,
+          rejudge: bool = False) -> Finished:
     """Close a run: record how it ended, judge it, render ``report.html``, update the ledger
     (:mod:`workbook.history.ledger`) and the index.
 
@@ -118,8 +142,9 @@ def close(run: Any, *, announce: bool = True, rerender: bool = False) -> Finishe
     another live process is rendered as it stands and never ended here; one whose owner died,
     or is this process, is recorded as failed and whatever it left running (its tagged
     processes) is ended first. ``rerender`` renders the page even when nothing it shows changed
-    (a new workbook version's page). ``announce`` prints the page's path to the terminal the run
-    was started from (papermill shows no cell output there).
+    (a new workbook version's page); ``rejudge`` judges the run even when its inputs did not
+    change (the nights before it did: ``workbook check``). ``announce`` prints the page's path
+    to the terminal the run was started from (papermill shows no cell output there).
     """
     folder = getattr(run, "folder", None)
     where = Path(folder) if folder is not None else Path(run) if isinstance(run, (str, Path)) else None
@@ -131,7 +156,7 @@ def close(run: Any, *, announce: bool = True, rerender: bool = False) -> Finishe
     done = Finished(rd.path, None)
     step = _stepper(rd, done)
     live = step("record the outcome", lambda: _record_unfinished(rd))
-    if step("judge", lambda: _judge_step(rd)):
+    if step("judge", lambda: _judge_step(rd, again=rejudge)):
         done.done.append("judge")
     report = rd.file("report")
     inputs = _inputs(rd, "report")
@@ -219,37 +244,31 @@ def _stepper(rd: RunDir, done: Finished) -> Callable[[str, Callable[[], Any]], A
     return step
 
 
-def _judge_step(rd: RunDir) -> bool:
-    """Judge when the inputs changed since the last judgement (or there was none)."""
-    from workbook.checks.runner import judge_run_dir
+def _judge_step(rd: RunDir, *, again: bool = False) -> bool:
+    """Judge (with the nights before the run) and write checks.json and run.json's verdict when
+    the inputs changed since the last judgement, checks.json is not the one it wrote, there was
+    none, or ``again``."""
+    from workbook.history.judgement import judge_night
 
     inputs = _inputs(rd, "judge")
-    if rd.file("checks").is_file() and _recorded(rd, "judge") == inputs:
+    closed = rd.json_object("run").get("closed")
+    mark = closed.get("judge") if isinstance(closed, dict) else None
+    written = mark.get("checks") if isinstance(mark, dict) else None
+    if (not again and rd.file("checks").is_file() and _recorded(rd, "judge") == inputs
+            and written == file_signature(rd.file("checks"))):
         return False
     if rd.read_json("run").get("status") in ACTIVE:
         return False  # still running: there is nothing to judge yet
-    verdict = judge_run_dir(rd.path, previous=lambda: _previous_nights(rd))
+    verdict = judge_night(rd.path)
+    verdict.write_json(rd.file("checks"))
+    if rd.file("run").exists():
+        rd.update_run(verdict=verdict.summary())
     baseline = (verdict.baseline or {}).get("path")
-    # the baseline the checks read is an input of the next judgement too
-    _mark(rd, "judge", _inputs(rd, "judge", baseline=baseline), baseline=baseline)
+    # the baseline the checks read is an input of the next judgement too; checks.json as
+    # written tells a file replaced since (by hand, by an older workbook's check) from it
+    _mark(rd, "judge", _inputs(rd, "judge", baseline=baseline), baseline=baseline,
+          checks=file_signature(rd.file("checks")))
     return True
-
-
-def _previous_nights(rd: RunDir) -> dict[str, list[str | None]]:
-    """The nights before this run in its scenario's ledger, as each compared metric's
-    baseline-row statuses (newest first): what confirms a noisy metric's failure."""
-    from workbook.history.ledger import previous_comparisons, read_ledger
-
-    run = rd.read_json("run")
-    root = Path(run["runs_root"]) if run.get("runs_root") else rd.path.parents[1]
-    scenario = str(run.get("scenario") or rd.path.parent.name)
-    hardware = str(run.get("profile") or (run.get("hardware") or {}).get("profile") or "unknown")
-    try:  # as the ledger names it: relative to the runs root when inside it
-        path = rd.path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        path = rd.path.resolve().as_posix()
-    return previous_comparisons(read_ledger(root, scenario, hardware), path,
-                                str(run.get("started_at") or ""))
 
 
 def _ledger_step(rd: RunDir) -> None:
@@ -265,11 +284,7 @@ def _ledger_step(rd: RunDir) -> None:
 
 
 def _checks(rd: RunDir) -> dict[str, Any]:
-    try:
-        data = json.loads(rd.file("checks").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return rd.json_object("checks")
 
 
 def _recorded(rd: RunDir, step: str) -> str | None:
@@ -334,4 +349,4 @@ def _record_unfinished(rd: RunDir) -> bool:
 
 
 __all__ = ["DRIVEN", "Finished", "close", "driven", "finish", "judge", "record_outcome",
-           "run_dir_of", "RUN_FILES"]
+           "recorded", "run_dir_of", "RUN_FILES"]
