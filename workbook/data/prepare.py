@@ -23,7 +23,7 @@ from pathlib import Path
 from workbook.command.builder import verl_pythonpath
 from workbook.core.quoting import cut
 from workbook.errors import ParamsError, RunError
-from workbook.launch.processes import end_tagged, new_tag, tagged_env
+from workbook.launch.processes import run_tagged
 from workbook.params.schema import Scenario
 
 STAMP = ".workbook-data.json"
@@ -191,18 +191,12 @@ def prepare_data(s: Scenario, *, python: str, force: bool = False) -> Prepared |
 
 def _run_script(argv: list[str], cwd: Path | None, env: dict[str, str], log: Path,
                 timeout_s: float) -> int:
-    """The script's exit code; TimeoutExpired after ``timeout_s``. Whatever ends the wait, every
-    process carrying the script's tag is ended before this returns (its own session keeps a
-    terminal's Ctrl-C from reaching it, so nothing else would)."""
-    tag = new_tag()
-    with open(log, "w", encoding="utf-8") as out:
-        proc = subprocess.Popen(argv, cwd=cwd, env=tagged_env(tag, env), stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        return proc.wait(timeout=timeout_s)
-    finally:
-        end_tagged(tag, grace_s=5.0)
-        proc.wait()
+    """The script's exit code; TimeoutExpired after ``timeout_s`` (every process it started is
+    ended either way: :func:`workbook.launch.processes.run_tagged`)."""
+    code = run_tagged(argv, cwd=cwd, env=env, log=log, timeout_s=timeout_s)
+    if code is None:
+        raise subprocess.TimeoutExpired(argv, timeout_s)
+    return code
 
 
 def _tail(log: Path) -> str:

@@ -21,8 +21,10 @@ import os
 import re
 import secrets
 import signal
+import subprocess
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 import psutil
 
@@ -114,6 +116,26 @@ def end_tagged(tag: str, grace_s: float = KILL_GRACE_S) -> dict[str, int]:
     psutil.wait_procs(left, timeout=5)
     seen = {p.pid for p in first} | {p.pid for p in left}
     return {"terminated": len(seen) - len(left), "killed": len(left)}
+
+
+def run_tagged(argv: list[str], *, cwd: Path | None, env: dict[str, str], log: Path,
+               timeout_s: float, grace_s: float = 5.0) -> int | None:
+    """Run ``argv`` in a session of its own with a tag of its own, its output into ``log``; its
+    exit code, or None when it did not end in ``timeout_s``. Whatever ends the wait (its end, the
+    timeout, Ctrl-C), every process carrying its tag -- its children and theirs, in whatever
+    session -- is ended before this returns: its own session keeps a terminal's Ctrl-C from
+    reaching them, so nothing else would."""
+    tag = new_tag()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, cwd=cwd, env=tagged_env(tag, env), stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        end_tagged(tag, grace_s=grace_s)
+        proc.wait()
 
 
 def _signal_all(procs: Iterable[psutil.Process], sig: int) -> None:

@@ -18,7 +18,6 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 
 from workbook.core.textfile import read_bytes
 from workbook.errors import InputError
-from workbook.launch.processes import end_tree
+from workbook.launch.processes import TAG_VARIABLE, run_tagged
 from workbook.nightly.workflow import NightlyJob
 
 FAKE_HOME = "/home/ci"
@@ -37,8 +36,9 @@ SCRIPT_MAX_BYTES = 1 << 20
 RECORD_MAX_BYTES = 8 << 20
 # Tools the script may run for real: they only turn text into text.
 PURE_TOOLS = ("basename", "dirname", "date")
-# What bash and the stand-ins put into every environment: not the script's doing.
-NOT_THE_SCRIPTS = ("PATH", "HOME", "PWD", "OLDPWD", "SHLVL", "_")
+# What bash, the stand-ins and the workbook's process tag put into every environment: not the
+# script's doing.
+NOT_THE_SCRIPTS = ("PATH", "HOME", "PWD", "OLDPWD", "SHLVL", "_", TAG_VARIABLE, "SPT_NOENV")
 _NOTHING = "() {  return 0\n}"  # bash's command_not_found_handle: an unknown command succeeds
 # The environment as the stand-in was started with (/proc: Python itself adds LC_CTYPE to
 # os.environ when it coerces the C locale).
@@ -109,17 +109,8 @@ def _run(folder: Path, work: Path, bin_dir: Path, record: Path, job: NightlyJob,
     env = {**job.env, "PATH": str(bin_dir), "HOME": FAKE_HOME,
            "BASH_FUNC_command_not_found_handle%%": _NOTHING}
     log = folder / "output.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([str(bin_dir / "bash"), "--noprofile", "--norc",
-                                 str(folder / "job.sh")], cwd=work, env=env,
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                start_new_session=True)
-        try:
-            code: int | None = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            end_tree(proc.pid, grace_s=2)
-            proc.wait()
-            code = None
+    code = run_tagged([str(bin_dir / "bash"), "--noprofile", "--norc", str(folder / "job.sh")],
+                      cwd=work, env=env, log=log, timeout_s=timeout_s, grace_s=2)
     tail = _tail(log)
     if code is None:
         raise InputError(f"job {job.name}: {job.script} did not finish in {timeout_s:.0f} s "
