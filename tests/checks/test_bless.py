@@ -145,8 +145,10 @@ def test_bless_refuses_runs_shorter_than_the_window(tmp_path: Path,
         bless(runs, tmp_path / "x.json")
 
 
-def _with_conditions(run: Path, others_cores: float) -> Path:
+def _with_conditions(run: Path, others_cores: float, cpu: str | None = None) -> Path:
     info = json.loads((run / "run.json").read_text())
+    if cpu is not None:
+        info["hardware"]["cpu"] = cpu
     info["conditions"] = {"wall_s": 180.0, "cpus": 2, "run_cores": 1.6,
                           "others_cores": others_cores, "steal_cores": 0.0, "load_1m": 2.0,
                           "calibration_s": 0.1}
@@ -154,14 +156,16 @@ def _with_conditions(run: Path, others_cores: float) -> Path:
     return run
 
 
-@pytest.mark.parametrize("others_cores,timing_status", [
-    (0.1, "pass"),              # as idle as at blessing
-    (0.4, "pass"),              # within the margin above the busiest blessed run
-    (1.1, "not_comparable"),    # a competing process took a core: timings say nothing
+@pytest.mark.parametrize("others_cores,cpu,timing_status,says", [
+    (0.1, None, "pass", []),              # as idle as at blessing
+    (0.4, None, "pass", []),              # within the margin above the busiest blessed run
+    (1.1, None, "not_comparable", ["busier"]),  # a competing process took a core
+    (0.1, "Other CPU", "not_comparable", ["baseline from"]),  # another machine
+    (1.1, "Other CPU", "not_comparable", ["baseline from", "busier"]),  # both are named
 ])
 def test_timings_are_not_compared_when_the_machine_was_busier_than_at_blessing(
-        tmp_path: Path, make_run: Callable[..., Path], others_cores: float,
-        timing_status: str) -> None:
+        tmp_path: Path, make_run: Callable[..., Path], others_cores: float, cpu: str | None,
+        timing_status: str, says: list[str]) -> None:
     params = tmp_path / "params"
     params.mkdir()
     runs = [_with_conditions(r, c) for r, c in zip(three_runs(make_run, params),
@@ -169,15 +173,17 @@ def test_timings_are_not_compared_when_the_machine_was_busier_than_at_blessing(
     baseline = bless(runs)
     assert baseline.conditions is not None and baseline.conditions["others_cores_max"] == 0.15
     run = _with_conditions(make_run(series(11.0, 100.0, 0.25), run_id="20261130T000000Z-000009",
-                                    checks=CHECKS, params_dir=params), others_cores)
+                                    checks=CHECKS, params_dir=params), others_cores, cpu)
 
     verdict, _ = check_path(run)
 
     rows = {r.metric: r for r in verdict.rows if r.kind == "baseline"}
     assert rows["timing_s/step"].status == rows["perf/throughput"].status == timing_status
     assert rows["actor/pg_clipfrac"].status == "pass"  # what does not depend on the machine
-    if timing_status == "not_comparable":
-        assert "busier" in rows["timing_s/step"].message and verdict.status == "passed"
+    for words in says:
+        assert words in rows["timing_s/step"].message, rows["timing_s/step"].message
+    assert rows["timing_s/step"].message.count("CPU") <= 2  # another CPU is said once
+    assert verdict.status == "passed"
 
 
 def test_bless_refuses_runs_measured_on_a_busier_machine_than_the_others(

@@ -230,13 +230,19 @@ def _neutral(evidence: Evidence, policy: MetricPolicy, baseline: Baseline | None
         return "not_comparable", "baseline not comparable: " + "; ".join(unlike[:4]) + (
             f" and {len(unlike) - 4} more" if len(unlike) > 4 else "")
     if depends_on_hardware(metric) and baseline is not None:
-        same = same_hardware(baseline.hardware_key, evidence.hardware)
-        if same is False:
-            return "not_comparable", (f"baseline from {_machine(baseline.hardware_key)}, this "
-                                      f"run on {_machine(evidence.hardware)}")
-        busier = timing_comparable(evidence.run.get("conditions"), baseline.conditions)
+        # Every reason is named: a timing measured on another machine and beside other work
+        # says both (the busier machine is what a reader of a red night looks for first).
+        reasons = []
+        other = same_hardware(baseline.hardware_key, evidence.hardware) is False
+        if other:
+            reasons.append(f"baseline from {_machine(baseline.hardware_key)}, this run on "
+                           f"{_machine(evidence.hardware)}")
+        busier = timing_comparable(evidence.run.get("conditions"), baseline.conditions,
+                                   same_cpu=not other)
         if busier:  # a timing measured beside other work says nothing about the trainer
-            return "not_comparable", busier
+            reasons.append(busier)
+        if reasons:
+            return "not_comparable", "; ".join(reasons)
     if meaningless_when_replayed(metric):
         window = set(range(policy.window[0], policy.window[1] + 1))
         generated = window - set(evidence.replayed_steps)

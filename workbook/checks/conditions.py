@@ -161,16 +161,18 @@ def unlike_runs(runs_conditions: Sequence[Mapping[str, Any] | None],
 
 
 def timing_comparable(run: Mapping[str, Any] | None,
-                      blessed: Mapping[str, Any] | None) -> str | None:
+                      blessed: Mapping[str, Any] | None, *, same_cpu: bool = True) -> str | None:
     """None when the run's timings can be compared with the baseline's, else why not.
 
     The reason is what a ``not_comparable`` row shows, e.g. "the machine was 3.1x busier: other
-    processes used 0.93 of 2 cores while it ran, 0.30 at blessing". A run or a baseline without
+    processes used 0.93 of 2 cores while it ran, 0.30 at blessing" (``same_cpu`` False: the
+    caller already said the CPU differs). A run or a baseline without
     conditions (older files, an imported log, a KubeRay run) is comparable, as before.
     """
     if not run or not blessed:
         return None
-    reasons = [r for r in (_other_cpu(run, blessed), _busier(run, blessed),
+    other_cpu = _other_cpu(run, blessed) if same_cpu else None  # else said by the caller
+    reasons = [r for r in (other_cpu, _busier(run, blessed),
                            _stolen(run, blessed), _slower_cpu(run, blessed)) if r]
     return "; ".join(reasons) or None
 
