@@ -3,7 +3,7 @@
 #   make test     everything: make check, then the real-run and browser tests (CI runs it)
 # and one for every commit:
 #   make check    lint, types, the layers contract, the unit tests and the strict docs build
-#                 (no root, no browser, no real run; under five minutes on 2 cores)
+#                 (no root, no browser, no real run; five minutes on 2 cores is the target)
 # Each creates .venv and installs what it needs the first time.
 
 PYTHON ?= python3
