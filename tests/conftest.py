@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.shell import shown_line
 from tests.verl_history import VerlHistory, checkout_at, make_verl_history
 
 REPO = Path(__file__).resolve().parents[1]
@@ -187,7 +188,7 @@ def processes_naming(*markers: str) -> list[str]:
 
 @pytest.fixture(scope="session")
 def smoke(session_env: dict[str, str], cpu_assets, tmp_path_factory) -> SuiteRun:  # type: ignore[no-untyped-def]
-    """The smoke suite exactly as CI and the README run it (real verl, real Ray cluster)."""
+    """The smoke suite exactly as CI and the docs run it (real verl, real Ray cluster)."""
     junit = tmp_path_factory.mktemp("smoke") / "junit.xml"
     with HeavyLock():
         first = workbook_cli(["suite", "run", "params/suites/smoke-cpu.txt", "--junit",
@@ -262,17 +263,9 @@ def interrupted(args: list[str], env: dict[str, str], *, when: str, after_s: flo
     return CliRun(args, proc.returncode, output, last_dir(output), output)
 
 
-def readme_line(prefix: str) -> str:
-    """The README's own command line starting with ``prefix``."""
-    for line in (REPO / "README.md").read_text().splitlines():
-        if line.strip().startswith(prefix):
-            return line.strip().split("  #")[0]
-    raise AssertionError(f"no README line starts with {prefix!r}")
-
-
 @dataclass
 class PapermillNight:
-    """The README's papermill line, run as a nightly would: its report line and run dir."""
+    """The docs' papermill line, run as a nightly would: its report line and run dir."""
 
     returncode: int
     stderr: str
@@ -283,9 +276,9 @@ class PapermillNight:
 @pytest.fixture(scope="session")
 def papermill_night(session_env: dict[str, str], cpu_assets: object,
                     smoke: SuiteRun) -> PapermillNight:
-    """``papermill notebooks/gspo.ipynb out.ipynb`` exactly as the README shows: the default
+    """``papermill notebooks/gspo.ipynb out.ipynb`` exactly as the docs show: the default
     scenario, unchanged, the second green night of the session (after the smoke suite's)."""
-    argv = shlex.split(readme_line("papermill notebooks/gspo.ipynb"))
+    argv = shlex.split(shown_line("papermill notebooks/gspo.ipynb"))
     argv[0] = str(Path(sys.executable).parent / "papermill")  # the tests' own environment
     with HeavyLock():
         done = subprocess.run(argv, cwd=REPO, env=session_env, capture_output=True, text=True,

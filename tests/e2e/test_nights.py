@@ -1,6 +1,6 @@
 """The nightly across nights, on the session's REAL nights of the default scenario (issue 18).
 
-In order: the smoke suite's night and the README's papermill night (green, verl as installed);
+In order: the smoke suite's night and the docs' papermill night (green, verl as installed);
 then ``baseline propose`` is refused (two green nights); an improved night (verl at a good commit
 of a local history, ``torch.compile`` turned off: a tuning change, so still compared) launched by
 ``workbook align --replay-from`` and judged against the baseline as blessed when the trainer

@@ -1,8 +1,8 @@
 """The GSPO notebook where researchers meet it: in a real JupyterLab driven by a real browser,
-and through plain papermill exactly as the README shows -- each a real verl run. The papermill run
+and through plain papermill exactly as the docs show -- each a real verl run. The papermill run
 is the session's second green night of the default scenario (tests/e2e/test_nights.py).
 
-JupyterLab is started the way the README says (``workbook lab``: a working copy, so the tracked
+JupyterLab is started the way the docs say (``workbook lab``: a working copy, so the tracked
 notebook stays clean), with its own port, and stopped at the end. Debian's Chromium drives it
 through Playwright. Screenshots land in ``test-artifacts/``.
 """
@@ -196,7 +196,7 @@ def test_the_tracked_notebook_stays_clean(lab_run) -> None:  # type: ignore[no-u
         "".join(c["source"]) for c in tracked["cells"])
 
 
-def test_papermill_exactly_as_the_readme_shows_runs_reports_and_indexes(
+def test_papermill_exactly_as_the_docs_show_runs_reports_and_indexes(
         papermill_night: PapermillNight, session_env: dict[str, str]) -> None:
     night = papermill_night
     assert night.returncode == 0, night.stderr[-3000:]

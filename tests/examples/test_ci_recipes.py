@@ -2,9 +2,7 @@
 every ``workbook ...`` command they show accepted by the real CLI parser.
 
 Commands are collected from ``run:`` blocks of the workflows and from fenced code blocks of the
-Markdown files. Backslash-continued lines are joined, shell redirections and what follows a pipe
-or ``||`` are dropped, and ``${{ ... }}`` / ``$VAR`` become a placeholder word, so each command
-is parsed the way the shell would hand it to ``workbook``.
+Markdown files, each read the way the shell would hand it to ``workbook`` (``tests/shell.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.shell import PLACEHOLDER, script_lines, workbook_argv
 from workbook.batch.suite import read_suite
 from workbook.cli import parser
 from workbook.scenario import load_scenario
@@ -41,12 +40,7 @@ CURRENT_MAJORS = {"actions/checkout": "v7", "actions/upload-artifact": "v7",
                   "actions/deploy-pages": "v5", "actions/setup-python": "v7"}
 ACTIONLINT = (shutil.which("actionlint", path=str(Path(sys.executable).parent))
               or shutil.which("actionlint"))
-PLACEHOLDER = "PLACEHOLDER"
-_EXPRESSION = re.compile(r"\$\{\{.*?\}\}")
-_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*")
-_REDIRECT = re.compile(r"\s\d*(?:>>?|<)(?:&\d+|\s*\S+)")
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
-_SEPARATORS = {"|", "||", "&&", ";", "&"}
 
 
 def _rel(path: Path) -> str:
@@ -80,33 +74,6 @@ def _run_blocks(data: Any) -> Iterator[str]:
             yield from _run_blocks(item)
 
 
-def _script_lines(script: str) -> Iterator[str]:
-    """Logical shell lines: backslash continuations joined."""
-    yield from script.replace("\\\n", " ").splitlines()
-
-
-def workbook_argv(line: str) -> list[str] | None:
-    """The arguments ``workbook`` gets from one shell line, or None if the line does not run it."""
-    if "workbook" not in line:
-        return None  # e.g. a line of a Python here-document, which is no shell
-    text = _VARIABLE.sub(PLACEHOLDER, _EXPRESSION.sub(PLACEHOLDER, line))
-    text = text.split(" # ", 1)[0]
-    lexer = shlex.shlex(_REDIRECT.sub(" ", " " + text), posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True  # words split at blanks and at | & ; only, as in a shell
-    words = list(lexer)
-    if "workbook" not in words:
-        return None
-    start = words.index("workbook")
-    if start and words[start - 1] not in _SEPARATORS:
-        return None  # "workbook" as an argument of something else
-    argv: list[str] = []
-    for word in words[start + 1 :]:
-        if word in _SEPARATORS:
-            break
-        argv.append(word)
-    return argv
-
-
 def _commands() -> list[Any]:
     """One ``pytest.param`` per ``workbook`` command, with an id naming its file and place."""
     found: list[Any] = []
@@ -115,7 +82,7 @@ def _commands() -> list[Any]:
             blocks = _FENCE.findall(path.read_text(encoding="utf-8"))
         else:
             blocks = list(_run_blocks(_load(path)))
-        lines = [line for block in blocks for line in _script_lines(block)]
+        lines = [line for block in blocks for line in script_lines(block)]
         argvs = [a for a in (workbook_argv(_shell_part(line)) for line in lines) if a is not None]
         found += [pytest.param(argv, id=f"{_rel(path)}#{n}:workbook {' '.join(argv[:2])}")
                   for n, argv in enumerate(argvs, 1)]
@@ -315,7 +282,7 @@ def test_artifacts_hold_only_published_sites_and_junit(path: Path) -> None:
             if str(step.get("uses", "")).startswith("actions/upload-artifact@"):
                 for item in str(step["with"]["path"]).splitlines():
                     assert item.rstrip("/").endswith(("site", "junit.xml", "out")), item
-                publish = [a for b in _run_blocks(job) for a in map(workbook_argv, _script_lines(b))
+                publish = [a for b in _run_blocks(job) for a in map(workbook_argv, script_lines(b))
                            if a and a[0] == "publish"]
                 assert publish, "an artifact without `workbook publish` before it"
 
@@ -356,7 +323,7 @@ def test_the_sync_opens_a_pull_request_on_drift_alone_from_what_it_wrote() -> No
     assert workflow["permissions"] == {"contents": "write", "pull-requests": "write"}
     steps = workflow["jobs"]["sync"]["steps"]
     sync = next(s for s in steps if s.get("id") == "sync")
-    (argv,) = [a for a in map(workbook_argv, _script_lines(sync["run"])) if a]
+    (argv,) = [a for a in map(workbook_argv, script_lines(sync["run"])) if a]
     assert argv[:2] == ["nightly", "sync"] and {"--verl", "--recipe", "--write"} <= set(argv)
     assert 'exit "$code"' in sync["run"]  # bad input (2) fails the job, opens nothing
     (pr,) = [s for s in steps if "gh pr create" in s.get("run", "")]
