@@ -239,3 +239,34 @@ def test_printing_opens_every_disclosure(browser, site):
     page.emulate_media(media="print")
     assert passing.is_visible()
     page.close()
+
+
+@pytest.fixture(scope="module")
+def other_pages(site: Path, tmp_path_factory) -> dict[str, Path]:
+    """A bisect page and a comparison of the site's passed and regressed runs."""
+    from test_bisect_page import state
+
+    from workbook.cli import main
+    from workbook.report.bisect import write_bisect_page
+
+    folder = tmp_path_factory.mktemp("pages")
+    bisect = write_bisect_page(folder / "bisect.html", state(folder), folder)
+    out = folder / "cmp"
+    assert main(["compare", str(_report(site, "passed").parent),
+                 str(_report(site, "regressed").parent), "--out", str(out)]) == 0
+    return {"bisect": bisect, "comparison": out / "comparison.html"}
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", ["bisect", "comparison"])
+def test_the_other_pages_share_the_style_and_fit_the_width(browser, other_pages, shots, name,
+                                                           width):
+    w, h = WIDTHS[width]
+    page = browser.new_page(viewport={"width": w, "height": h})
+    page.goto(other_pages[name].as_uri(), wait_until="load")
+    page.screenshot(path=str(shots / f"{name}-{w}.png"), full_page=True)
+
+    assert overflow(page)[0] <= overflow(page)[1]
+    assert top(page, ".wb-banner, h1") < h
+    assert page.evaluate("getComputedStyle(document.body).getPropertyValue('--fg')").strip()
+    page.close()

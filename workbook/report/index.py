@@ -87,7 +87,7 @@ def write_index(runs_root: Path, out: Path | None = None, *, published: bool = F
         + "<h2>All runs</h2>"
         + _filters(runs)
         + _table(runs, runs_root, target.parent)
-        + _trends(runs, runs_root / TREND_CACHE, _nights(ledgers, runs_root))
+        + _trends(runs, runs_root / TREND_CACHE, _nights(ledgers, runs_root), store=not published)
         + f"<script>{FILTER_JS}</script>"
     )
     return write_atomic(target, page("verl runs", body))
@@ -291,7 +291,8 @@ def _listed(tree: RunTree, runs_root: Path, base: Path, kind: Listed) -> str:
     return f"<h2>{kind.heading}</h2><ul>{''.join(items)}</ul>" if items else ""
 
 
-def _trends(runs: list[RunSummary], cache: Path, nights: dict[str, Entry] | None = None) -> str:
+def _trends(runs: list[RunSummary], cache: Path, nights: dict[str, Entry] | None = None, *,
+            store: bool = True) -> str:
     """Per scenario with at least two runs: the headline numbers across runs, oldest first; the
     nights (``nights``: ledger entries by run directory) whose environment changed marked."""
     parts = ["<h2>Trends per scenario</h2>"]
@@ -307,7 +308,7 @@ def _trends(runs: list[RunSummary], cache: Path, nights: dict[str, Entry] | None
             if any(h in r.out_of_band for r in mine)
         }
         changed = change_marks([(nights or {}).get(_resolved(r.path)) for r in mine])
-        levels = {h: found for h in HEADLINES if (found := onsets_of(series[h]))}
+        levels = {h: found for h in HEADLINES if (found := _cached_onsets(cache, series[h], store=store))}
         png = _cached_chart(cache, f"{scenario}: {len(mine)} runs", labels, series, first_out,
                             [(m.x, m.label) for m in changed], levels)
         marks = "; ".join(
@@ -322,6 +323,31 @@ def _trends(runs: list[RunSummary], cache: Path, nights: dict[str, Entry] | None
             f"{_changes_list(changed, labels)}{_onsets_list(levels, labels, mine)}</figure>"
         )
     return "".join(parts) if len(parts) > 1 else ""
+
+
+def _cached_onsets(cache: Path, series: list[float | None], *, store: bool) -> list[int]:
+    """The series' onsets, kept in the trend cache beside the charts: the change-point search
+    is the index's slowest step (seconds for a thousand nights), and its answer depends on the
+    numbers alone. Not stored in a published site (``store`` False), which holds charts only."""
+    key = hashlib.sha256(json.dumps(["onsets", series]).encode()).hexdigest()[:24]
+    path = cache / f"{key}.onsets.json"
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(found, list) and all(isinstance(x, int) for x in found):
+            return found
+    except (OSError, ValueError):
+        pass
+    found = onsets_of(series)
+    if not store:
+        return found
+    try:
+        cache.mkdir(exist_ok=True)
+        tmp = cache / f".{key}.{secrets.token_hex(4)}.tmp"
+        tmp.write_text(json.dumps(found), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only runs root still gets its index
+    return found
 
 
 def _cached_chart(
