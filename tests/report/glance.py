@@ -50,8 +50,10 @@ def first_screen_problems(page: Any, verdict: str) -> list[str]:
         problems.append("the verdict is below the first screen")
     if verdict in ("regressed", "failed"):
         rows = page.locator("[data-failing-check]")
-        if rows.count() == 0:
-            problems.append("no failing check in the first screen")
+        if rows.count() == 0 and not (verdict == "failed" and page.locator("[data-diagnosis]")
+                                      .count() and bottom(page, "[data-diagnosis]") <= height):
+            problems.append("no failing check (nor, for a failed run, its diagnosis) in the "
+                            "first screen")
         for i in range(rows.count()):
             box = rows.nth(i).bounding_box()
             if box is None or box["y"] + box["height"] > height:
