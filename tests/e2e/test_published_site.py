@@ -16,6 +16,14 @@ import pytest
 
 from tests.chromium import ARTIFACTS, chromium
 from tests.conftest import SECRETS, SuiteRun, workbook_cli
+from tests.report.glance import (
+    WIDTHS,
+    first_screen_problems,
+    overflow,
+    plots_before_checks,
+    screenshot_dir,
+)
+from tests.report.glance import top as glance_top
 
 pytestmark = [pytest.mark.verl, pytest.mark.browser]
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
@@ -94,3 +102,34 @@ def test_the_published_index_shows_each_runs_real_verdict_in_a_browser(sites, wh
         page.wait_for_load_state("load")
         assert verdict.upper() in page.locator("#verdict-banner").inner_text()
         assert errors == []
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_real_reports_and_the_index_read_at_a_glance_on_desktop_and_phone(
+        sites, width, tmp_path: Path) -> None:
+    """Issue 28 on real runs: a passed, a regressed and a failed report (the smoke suite and
+    its fault variants) and each published index fit the width, show the verdict and the failing
+    checks in the first screen and the curves above the checks table."""
+    w, h = WIDTHS[width]
+    shots = screenshot_dir(tmp_path)
+    wanted = {"passed", "regressed", "failed"}
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": w, "height": h})
+        for which, (dest, truth) in enumerate(sites):
+            page.goto((dest / "index.html").as_uri(), wait_until="load")
+            page.screenshot(path=str(shots / f"real-index-{which}-{w}.png"), full_page=True)
+            assert overflow(page)[0] <= overflow(page)[1], f"index {which}"
+            assert glance_top(page, "#nightly") < glance_top(page, "#runs")
+            for report in sorted(dest.rglob("report.html")):
+                verdict = truth.get(report.parent.name)
+                if verdict not in wanted:
+                    continue
+                page.goto(report.as_uri(), wait_until="load")
+                page.screenshot(path=str(shots / f"real-report-{verdict}-{w}.png"))
+                assert overflow(page)[0] <= overflow(page)[1], report
+                assert first_screen_problems(page, verdict) == [], report
+                if page.locator('[data-section="plots"]').count():
+                    assert plots_before_checks(page), report
+                wanted.discard(verdict)
+        assert wanted == set(), f"no published report of a {wanted} run"
+        page.close()

@@ -14,7 +14,7 @@ import report_assertions as ra
 from report_fixtures import write_run
 
 from workbook.report import sections
-from workbook.report.index import INDEX_CSS, write_index
+from workbook.report.index import write_index
 from workbook.report.page import page
 from workbook.report.palette import STATUS_COLOURS, VERDICT_COLOURS, banner_style, status_style
 
@@ -85,7 +85,7 @@ def test_the_stylesheet_colours_the_improved_banner_and_status_cell() -> None:
 
 def test_improved_is_a_blue_green_apart_from_the_pass_green_and_readable() -> None:
     border, background = VERDICT_COLOURS["improved"]
-    badge = re.search(r"\.b-improved\{background:(#[0-9a-fA-F]{6})\}", INDEX_CSS)
+    badge = re.search(r"\.b-improved\{background:(#[0-9a-fA-F]{6})\}", page("t", ""))
 
     assert VERDICT_COLOURS["improved"] != VERDICT_COLOURS["passed"]
     assert STATUS_COLOURS["improved"] != STATUS_COLOURS["pass"]
@@ -128,4 +128,4 @@ def test_the_index_filters_counts_and_badges_improved_runs_and_suite_entries(
 @pytest.mark.parametrize("word", ["passed", "regressed", "failed", "stopped", "running"])
 def test_the_other_verdicts_keep_their_colours(word: str) -> None:
     assert VERDICT_COLOURS[word] != VERDICT_COLOURS["improved"]
-    assert f".b-{word}{{background:" in INDEX_CSS
+    assert f".b-{word}{{background:" in page("t", "")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from workbook.report import sections
 from workbook.run.notebook import declared_parameters
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -78,3 +80,12 @@ def test_report_cells_are_tagged_for_the_renderer(name):
         "".join(c["source"]) for c in _cells(name) if "report" in c["metadata"].get("tags", [])
     }
     assert {"sections.checks(run)", "sections.plots(run)", "sections.failure(run)"} <= sources
+
+
+@pytest.mark.parametrize("name", RUN_NOTEBOOKS)
+def test_report_cells_follow_the_report_order_curves_before_checks(name):
+    called = [re.sub(r"^sections\.(\w+)\(run\)$", r"\1", "".join(c["source"]).strip())
+              for c in _cells(name) if {"report", "banner"} & set(c["metadata"].get("tags", []))]
+    ordered = [s for s in sections.ORDER if s in called]
+    assert [s for s in called if s in sections.ORDER] == ordered
+    assert called.index("plots") < called.index("checks")

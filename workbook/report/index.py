@@ -18,7 +18,7 @@ import secrets
 from base64 import b64encode
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -42,13 +42,16 @@ from workbook.history.onsets import onsets as onsets_of
 from workbook.plots.trends import ChangeMark, change_marks, trend_chart
 from workbook.report import links
 from workbook.report.bisect import BANNER as BISECT_BANNER
-from workbook.report.nightly import nightly_html, nightly_rows
+from workbook.report.nightly import NightlyRow, nightly_html, nightly_rows
 from workbook.report.page import page
 from workbook.report.palette import ALIGNMENT_VERDICTS
+from workbook.report.sparkline import sparkline
 from workbook.report.summary import HEADLINES, RunSummary, RunTree, scan, summarize
+from workbook.report.template import environment
 from workbook.report.view import date_text, duration_text
 
 _e = html.escape
+TEMPLATE = "index.html.j2"
 
 FILTER_JS = """
 function wbFilter(){var s=document.getElementById('f-scenario').value,
@@ -60,24 +63,6 @@ document.getElementById('f-scenario').addEventListener('change',wbFilter);
 document.getElementById('f-verdict').addEventListener('change',wbFilter);wbFilter();
 """
 
-INDEX_CSS = """<style>body{max-width:1500px}
-.badge{display:inline-block;padding:1px 8px;border-radius:9px;font-weight:700;font-size:.8em;color:#fff}
-.b-passed{background:#007a5a}
-.b-improved{background:#00788a}
-.b-suspect{background:#8a7d00}
-.b-regressed{background:#b36b00}
-.b-failed{background:#b84a00}
-.b-running{background:#0072B2}
-.b-stopped{background:#3d7ea6}
-.b-pending{background:#999}
-.b-unjudged,.b-unknown{background:#666}
-#runs td{white-space:nowrap}
-#runs td.reason{white-space:normal;max-width:26em;font-size:.85em;
-overflow-wrap:anywhere}
-.filters{margin:8px 0}
-.filters label{margin-right:14px}
-.tally .badge{margin-right:6px}
-</style>"""
 
 
 def write_index(runs_root: Path, out: Path | None = None, *, published: bool = False) -> Path:
@@ -93,17 +78,16 @@ def write_index(runs_root: Path, out: Path | None = None, *, published: bool = F
     body = (
         f'<h1>verl runs</h1><p class="wb-note">{len(runs)} runs, '
         f"newest first; generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}.</p>"
-        + INDEX_CSS
         + _tally(runs)
+        + _nightly(ledgers, runs_root, target.parent, runs)
         + _suites(tree, runs_root, target.parent)
         + _comparisons(tree, runs_root, target.parent)
         + _listed(tree, runs_root, target.parent, ALIGNMENTS)
         + _listed(tree, runs_root, target.parent, BISECTS)
-        + _nightly(ledgers, runs_root, target.parent)
         + "<h2>All runs</h2>"
         + _filters(runs)
         + _table(runs, runs_root, target.parent)
-        + _trends(runs, runs_root / TREND_CACHE, _nights(ledgers, runs_root))
+        + _trends(runs, runs_root / TREND_CACHE, _nights(ledgers, runs_root), store=not published)
         + f"<script>{FILTER_JS}</script>"
     )
     return write_atomic(target, page("verl runs", body))
@@ -145,66 +129,106 @@ def _filters(runs: list[RunSummary]) -> str:
     )
 
 
+@dataclass(frozen=True)
+class RunLine:
+    """A run as its line of the index shows it, every cell as text."""
+
+    run_id: str
+    scenario: str
+    verdict: str
+    status: str
+    date: str
+    steps: str
+    duration: str
+    numbers: tuple[str, ...]
+    href: str | None  # its report, relative to the index
+    reason: str
+
+
+@dataclass(frozen=True)
+class Runs:
+    headlines: tuple[tuple[str, str], ...]  # (name, unit)
+    rows: tuple[RunLine, ...]
+
+
+@dataclass(frozen=True)
+class EntryLine:
+    key: str
+    status: str
+    duration: str
+    href: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class SuiteNight:
+    """A suite's night: its line (the verdicts counted) and its entries."""
+
+    suite: str
+    night: str
+    exit: int
+    counts: tuple[tuple[str, int], ...]
+    entries: tuple[EntryLine, ...]
+
+
+def _macro(name: str, data: object) -> str:
+    return str(getattr(environment().get_template(TEMPLATE).module, name)(data)).strip()
+
+
 def _table(runs: list[RunSummary], runs_root: Path, base: Path) -> str:
-    columns = ["date", "scenario", "verdict", "steps", "duration"]
-    columns += [f"{h} ({unit})" for h, (_m, unit) in HEADLINES.items()] + ["report", "reason"]
-    head = "".join(f"<th>{_e(h)}</th>" for h in columns)
-    rows = []
+    lines = []
     for r in runs:
         report = Path(r.path) / RUN_FILES["report"]
-        link = (
-            f'<a href="{_e(links.href(report, base))}">report</a>'
-            if r.has_report and _linkable(report, runs_root)
-            else f"no report ({_e(r.status)})"
-        )
-        steps = (
-            ""
-            if r.steps is None
-            else str(r.steps) + (f"/{r.expected_steps}" if r.expected_steps else "")
-        )
-        numbers = "".join(f'<td class="num">{_e(_fmt(r.headline.get(h)))}</td>' for h in HEADLINES)
-        rows.append(
-            f'<tr data-scenario="{_e(r.scenario)}" data-verdict="{_e(r.verdict)}" data-run="{_e(r.run_id)}">'
-            f"<td>{_e(date_text(r.started_at) if r.started_at else r.run_id)}</td><td>{_e(r.scenario)}</td>"
-            f'<td><span class="badge b-{_e(r.verdict)}">{_e(r.verdict)}</span></td><td class="num">{steps}</td>'
-            f"<td>{_e(duration_text(r.wall_time_s) if r.wall_time_s is not None else '')}</td>{numbers}"
-            f'<td>{link}</td><td class="reason">{_e(r.reason)}</td></tr>'
-        )
-    return f'<table id="runs"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        steps = ("" if r.steps is None
+                 else str(r.steps) + (f"/{r.expected_steps}" if r.expected_steps else ""))
+        lines.append(RunLine(
+            run_id=r.run_id, scenario=r.scenario, verdict=r.verdict, status=r.status,
+            date=date_text(r.started_at) if r.started_at else r.run_id, steps=steps,
+            duration=duration_text(r.wall_time_s) if r.wall_time_s is not None else "",
+            numbers=tuple(_fmt(r.headline.get(h)) for h in HEADLINES),
+            href=(links.href(report, base) if r.has_report and _linkable(report, runs_root)
+                  else None),
+            reason=r.reason))
+    headlines = tuple((h, unit) for h, (_m, unit) in HEADLINES.items())
+    return _macro("runs", Runs(headlines, tuple(lines)))
 
 
 def _suites(tree: RunTree, runs_root: Path, base: Path) -> str:
-    """One table per suite night (newest first): each entry's verdict and a link to its report."""
-    nights = sorted((p for p in tree.holding(SUITE_FILE) if _linkable(p, runs_root)),
-                    key=lambda p: (p.parent.name, p.parent.parent.name), reverse=True)
-    parts = []
-    for path in nights:
+    """One line per suite night (newest first, open): its verdicts counted, opening to each
+    entry's verdict and a link to its report."""
+    paths = sorted((p for p in tree.holding(SUITE_FILE) if _linkable(p, runs_root)),
+                   key=lambda p: (p.parent.name, p.parent.parent.name), reverse=True)
+    nights = []
+    for path in paths:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         entries = [e for e in data.get("entries", []) if isinstance(e, dict)]
-        rows = []
+        lines = []
         for e in entries:
             # <suite dir>/<entry>/<run_id>: found from the suite's own folder, so the links hold
             # in a published copy of the tree too
             run_dir = Path(str(e.get("run_dir") or "."))
             report = path.parent.joinpath(*run_dir.parts[-2:], RUN_FILES["report"])
-            link = (f'<a href="{_e(links.href(report, base))}">report</a>'
-                    if e.get("run_dir") and _linkable(report, runs_root) else "no report")
-            duration = duration_text(e.get("duration_s")) if e.get("duration_s") else ""
-            rows.append(f'<tr data-entry="{_e(str(e.get("key")))}"><td>{_e(str(e.get("key")))}</td>'
-                        f'<td><span class="badge b-{_e(str(e.get("status")))}">'
-                        f'{_e(str(e.get("status")))}</span></td><td>{_e(duration)}</td>'
-                        f'<td>{link}</td><td class="reason">{_e(str(e.get("reason") or ""))}</td></tr>')
-        worst = max((e.get("exit_code") or 0 for e in entries), default=0)
-        parts.append(
-            f'<section data-suite="{_e(str(data.get("suite")))}" data-night="{_e(path.parent.name)}">'
-            f'<h3>suite {_e(str(data.get("suite")))} · {_e(path.parent.name)} · exit {worst}</h3>'
-            '<table class="suite"><thead><tr><th>entry</th><th>verdict</th><th>duration</th>'
-            f'<th>report</th><th>reason</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
-            "</section>")
-    return ("<h2>Suites</h2>" + "".join(parts)) if parts else ""
+            lines.append(EntryLine(
+                key=str(e.get("key")), status=str(e.get("status")),
+                duration=duration_text(e.get("duration_s")) if e.get("duration_s") else "",
+                href=(links.href(report, base)
+                      if e.get("run_dir") and _linkable(report, runs_root) else None),
+                reason=str(e.get("reason") or "")))
+        counts = Counter(line.status for line in lines)
+        nights.append(SuiteNight(
+            suite=str(data.get("suite")), night=path.parent.name,
+            exit=max((e.get("exit_code") or 0 for e in entries), default=0),
+            counts=tuple(sorted(counts.items(), key=lambda kv: _order(kv[0]))),
+            entries=tuple(lines)))
+    return _macro("suites", nights)
+
+
+def _order(word: str) -> tuple[int, str]:
+    """A verdict word's place in the filters' order (a word the workbook does not know last)."""
+    return (SHOWN.index(word) if word in SHOWN else len(SHOWN), word)
 
 
 def _comparisons(tree: RunTree, runs_root: Path, base: Path) -> str:
@@ -267,7 +291,8 @@ def _listed(tree: RunTree, runs_root: Path, base: Path, kind: Listed) -> str:
     return f"<h2>{kind.heading}</h2><ul>{''.join(items)}</ul>" if items else ""
 
 
-def _trends(runs: list[RunSummary], cache: Path, nights: dict[str, Entry] | None = None) -> str:
+def _trends(runs: list[RunSummary], cache: Path, nights: dict[str, Entry] | None = None, *,
+            store: bool = True) -> str:
     """Per scenario with at least two runs: the headline numbers across runs, oldest first; the
     nights (``nights``: ledger entries by run directory) whose environment changed marked."""
     parts = ["<h2>Trends per scenario</h2>"]
@@ -283,7 +308,7 @@ def _trends(runs: list[RunSummary], cache: Path, nights: dict[str, Entry] | None
             if any(h in r.out_of_band for r in mine)
         }
         changed = change_marks([(nights or {}).get(_resolved(r.path)) for r in mine])
-        levels = {h: found for h in HEADLINES if (found := onsets_of(series[h]))}
+        levels = {h: found for h in HEADLINES if (found := _cached_onsets(cache, series[h], store=store))}
         png = _cached_chart(cache, f"{scenario}: {len(mine)} runs", labels, series, first_out,
                             [(m.x, m.label) for m in changed], levels)
         marks = "; ".join(
@@ -298,6 +323,31 @@ def _trends(runs: list[RunSummary], cache: Path, nights: dict[str, Entry] | None
             f"{_changes_list(changed, labels)}{_onsets_list(levels, labels, mine)}</figure>"
         )
     return "".join(parts) if len(parts) > 1 else ""
+
+
+def _cached_onsets(cache: Path, series: list[float | None], *, store: bool) -> list[int]:
+    """The series' onsets, kept in the trend cache beside the charts: the change-point search
+    is the index's slowest step (seconds for a thousand nights), and its answer depends on the
+    numbers alone. Not stored in a published site (``store`` False), which holds charts only."""
+    key = hashlib.sha256(json.dumps(["onsets", series]).encode()).hexdigest()[:24]
+    path = cache / f"{key}.onsets.json"
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(found, list) and all(isinstance(x, int) for x in found):
+            return found
+    except (OSError, ValueError):
+        pass
+    found = onsets_of(series)
+    if not store:
+        return found
+    try:
+        cache.mkdir(exist_ok=True)
+        tmp = cache / f".{key}.{secrets.token_hex(4)}.tmp"
+        tmp.write_text(json.dumps(found), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only runs root still gets its index
+    return found
 
 
 def _cached_chart(
@@ -331,15 +381,32 @@ def _cached_chart(
     return png
 
 
-def _nightly(ledgers: dict[tuple[str, str], list[Entry]], runs_root: Path, base: Path) -> str:
-    """Per scenario and hardware: red since when and what changed, the last green night, the
-    improved nights and the baseline's state (:mod:`workbook.report.nightly`)."""
+def _nightly(ledgers: dict[tuple[str, str], list[Entry]], runs_root: Path, base: Path,
+             runs: list[RunSummary]) -> str:
+    """Per scenario and hardware: the newest verdict, the headline number across the nights,
+    red since when and what changed, the last green night, the improved nights and the
+    baseline's state (:mod:`workbook.report.nightly`)."""
     def link(path: Path) -> str | None:
         return links.href(path, base) if _linkable(path, runs_root) else None
 
+    by_dir = {_resolved(r.path): r for r in runs}
+    rows = []
+    for row in nightly_rows(ledgers, runs_root, link):
+        nights = [by_dir.get(_resolved(e.run_dir(runs_root)))
+                  for e in ledgers.get((row.scenario, row.hardware), [])]
+        rows.append(_with_trend(row, [n for n in nights if n is not None]))
     notes = "".join(f"<li>{_e(p)}</li>" for p in problems(runs_root))  # lines kept aside, FIFOs
-    return (nightly_html(nightly_rows(ledgers, runs_root, link))
+    return (nightly_html(rows)
             + (f'<ul class="wb-note" data-ledger-problems>{notes}</ul>' if notes else ""))
+
+
+def _with_trend(row: NightlyRow, nights: list[RunSummary]) -> NightlyRow:
+    """The row with its sparkline: the first headline number its nights logged twice."""
+    for name, (_metrics, unit) in HEADLINES.items():
+        line = sparkline(f"{name} ({unit})", [(n.headline.get(name), n.verdict) for n in nights])
+        if line is not None:
+            return replace(row, spark=line, spark_label=name)
+    return row
 
 
 def _nights(ledgers: dict[tuple[str, str], list[Entry]], runs_root: Path) -> dict[str, Entry]:

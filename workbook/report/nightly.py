@@ -19,6 +19,7 @@ from workbook.errors import WorkbookError
 from workbook.history.ledger import Entry, file_sha256
 from workbook.history.overview import BaselineState, Overview, overview
 from workbook.history.proposal_record import recorded_proposals
+from workbook.report.sparkline import Sparkline
 from workbook.report.template import environment
 from workbook.report.view import date_text
 
@@ -74,6 +75,8 @@ class NightlyRow:
     improved: tuple[NightLink, ...]  # the newest, up to SHOWN_IMPROVED
     improved_count: int
     baseline: BaselineLine | None
+    spark: Sparkline | None = None  # the headline number across the nights (the index draws it)
+    spark_label: str = ""  # which number that is
 
 
 def nightly_rows(ledgers: Mapping[tuple[str, str], Sequence[Entry]], runs_root: Path,

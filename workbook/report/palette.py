@@ -32,6 +32,22 @@ STATUS_COLOURS = {  # check row status -> (background, text)
 }
 
 
+# an index badge (white text on the colour, in light and dark mode alike) -> its background
+BADGE_COLOURS = {
+    "passed": "#007a5a", "improved": "#00788a", "suspect": "#8a7d00", "regressed": "#b36b00",
+    "failed": "#b84a00", "running": "#0072B2", "stopped": "#3d7ea6", "pending": "#999999",
+    "unjudged": "#666666", "unknown": "#666666",
+}
+DARK_PAGE = "#16181b"  # the page's background in dark mode (templates/page.css.j2)
+
+
+def dark_tint(colour: str, share: float = 0.28) -> str:
+    """``colour`` mixed into the dark page's background: a verdict's banner in dark mode."""
+    mixed = (round(int(colour[i:i + 2], 16) * share + int(DARK_PAGE[i:i + 2], 16) * (1 - share))
+             for i in (1, 3, 5))
+    return "#" + "".join(f"{c:02x}" for c in mixed)
+
+
 def banner_style(verdict: str) -> str:
     border, background = VERDICT_COLOURS.get(ALIGNMENT_VERDICTS.get(verdict, verdict),
                                              ("#777777", "#f2f2f2"))

@@ -52,11 +52,7 @@ DROP_TAGS = {"parameters", "injected-parameters", "notebook-only"}
 _CALL = re.compile(r"^\s*((?:sections|compare|alignment)\.\w+)\(\s*\w+\s*\)\s*$")
 # A report cell is one of these calls on the run (comparison, alignment) folder; nothing else runs.
 SECTIONS: dict[str, Callable[[Any], sections.Section[Any]]] = {
-    "sections.banner": sections.banner, "sections.checks": sections.checks,
-    "sections.plots": sections.plots, "sections.failure": sections.failure,
-    "sections.history": sections.history, "sections.parameters": sections.parameters,
-    "sections.reproducibility": sections.reproducibility,
-    "sections.preflight": sections.preflight,
+    **{f"sections.{name}": call for name, call in sections.SECTION_CALLS.items()},
     "compare.table": compare.table, "compare.curves": compare.curves,
     "alignment.verdict": alignment.verdict, "alignment.table": alignment.table,
     "alignment.curves": alignment.curves, "alignment.runs": alignment.runs,
@@ -139,6 +135,7 @@ def notebook_body(notebook: Any) -> str:
         exclude_input=True,
         exclude_input_prompt=True,
         exclude_output_prompt=True,
+        exclude_anchor_links=True,  # no pilcrow beside each heading
     )
     body, _ = exporter.from_notebook_node(prepare(notebook))
     return body

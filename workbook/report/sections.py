@@ -60,6 +60,8 @@ PLOTS_NOTE = (
     "one marked point with its band at the window's middle."
 )
 FAILING_ROWS = ("fail", "error")  # check rows whose metric is drawn against its band
+NEWS = ("fail", "error", "suspect", "improved")  # check rows shown above the collapsed rest
+SHOWN_CHANGES = 4  # what changed since the last green night, listed in the first screen
 
 D = TypeVar("D")
 Facts = tuple[tuple[str, str], ...]  # (label, value) in the order shown
@@ -103,9 +105,24 @@ class Figure:
 
 @dataclass(frozen=True)
 class Banner:
+    """The first screen: the verdict and its reason; for a red run also what failed (the failing
+    checks, the diagnosis) and the last green night with what changed since."""
+
     verdict: str
     reason: str
     facts: Facts
+    failing: tuple[CheckLine, ...] = ()
+    diagnosis: str = ""
+    red: bool = False
+    green: LastGreen | None = None
+
+    @property
+    def shown_changes(self) -> tuple[ChangeLine, ...]:
+        return self.green.changes[:SHOWN_CHANGES] if self.green else ()
+
+    @property
+    def more_changes(self) -> int:
+        return max(len(self.green.changes) - SHOWN_CHANGES, 0) if self.green else 0
 
 
 @dataclass(frozen=True)
@@ -128,8 +145,28 @@ class CheckLine:
 @dataclass(frozen=True)
 class Checks:
     rows: tuple[CheckLine, ...]
-    figures: tuple[Figure, ...] = ()  # failed comparisons against their bands
+    figures: tuple[Figure, ...] = ()  # failed comparisons against their bands (drawn in plots)
     note: str = CHECKS_NOTE
+
+    @property
+    def news(self) -> tuple[CheckLine, ...]:
+        """The rows a reader must see: failures first, then suspect and improved ones."""
+        return tuple(sorted((r for r in self.rows if r.status in NEWS),
+                            key=lambda r: NEWS.index(r.status)))
+
+    @property
+    def rest(self) -> tuple[CheckLine, ...]:
+        """Passes and the grey rows (not measured, not comparable): collapsed to a count."""
+        return tuple(r for r in self.rows if r.status not in NEWS)
+
+    @property
+    def rest_text(self) -> str:
+        """'12 passed, 4 not comparable': what the collapsed rows are."""
+        counts: dict[str, int] = {}
+        for r in self.rest:
+            counts[r.status] = counts.get(r.status, 0) + 1
+        words = {"pass": "passed"}
+        return ", ".join(f"{n} {words.get(k, k.replace('_', ' '))}" for k, n in counts.items())
 
 
 @dataclass(frozen=True)
@@ -137,6 +174,7 @@ class Plots:
     logged: bool  # False: the run logged no metrics
     figures: tuple[Figure, ...] = ()
     note: str = PLOTS_NOTE
+    failing: tuple[Figure, ...] = ()  # failed comparisons against their bands, shown first
 
 
 @dataclass(frozen=True)
@@ -247,17 +285,19 @@ def history(run: Any) -> Section[History]:
                 lambda: HistorySection("history", _history(load_view(path))))
 
 
+SECTION_CALLS: dict[str, Callable[[Any], Section[Any]]] = {
+    "banner": banner, "plots": plots, "checks": checks, "failure": failure, "history": history,
+    "parameters": parameters, "reproducibility": reproducibility, "preflight": preflight,
+}
+# The report's order, for a reader: the verdict and what failed (the banner), the curves, the
+# checks table, then why it failed, the baseline and history, and what ran. The notebooks'
+# report cells follow it (tests/report/test_notebooks.py).
+ORDER = ("banner", "plots", "checks", "failure", "history", "parameters", "reproducibility")
+
+
 def report_sections(run: Any) -> list[Section[Any]]:
     """All sections in report order (what a report built from the run directory shows)."""
-    return [
-        banner(run),
-        checks(run),
-        plots(run),
-        failure(run),
-        history(run),
-        parameters(run),
-        reproducibility(run),
-    ]
+    return [SECTION_CALLS[name](run) for name in ORDER]
 
 
 def encoded(png: bytes) -> str:
@@ -273,6 +313,21 @@ def _kept(key: str, run: Any, build: Callable[[RunView], D], *args: Any) -> Sect
 
 def _banner(v: RunView) -> Banner:
     status, reason = v.verdict
+    shown = Banner(status, reason, _facts(v))
+    if status not in RED:
+        return shown
+    failing = tuple(r for r in _check_lines(v) if r.status in FAILING_ROWS)
+    diagnosis = v.run.get("diagnosis") or {}
+    said = ""
+    if status == Verdict.FAILED.value and diagnosis:
+        last = diagnosis.get("last_step")
+        said = (f"{diagnosis.get('category', 'unknown')}: {diagnosis.get('summary', '')}"
+                + (f" (last step {last})" if last is not None else ""))
+    return replace(shown, failing=failing, diagnosis=said, red=True,
+                   green=history(v.path).data.green)
+
+
+def _facts(v: RunView) -> Facts:
     expected = v.run.get("expected_steps")
     steps = v.steps_reached
     facts = {
@@ -290,12 +345,11 @@ def _banner(v: RunView) -> Banner:
     if replayed:
         facts["rollouts"] = (f"replayed from a dump (steps {replayed[0]}-{replayed[-1]})"
                              if len(replayed) > 1 else f"replayed from a dump (step {replayed[0]})")
-    return Banner(status, reason, tuple((k, str(val)) for k, val in facts.items()))
+    return tuple((k, str(val)) for k, val in facts.items())
 
 
-def _checks(v: RunView) -> Checks:
-    rows = v.rows
-    lines = tuple(
+def _check_lines(v: RunView) -> tuple[CheckLine, ...]:
+    return tuple(
         CheckLine(
             name=str(r.get("name", "")),
             metric=str(r.get("metric") or ""),
@@ -305,8 +359,13 @@ def _checks(v: RunView) -> Checks:
             status=str(r.get("status", "")),
             message=str(r.get("message", "")),
         )
-        for r in rows
+        for r in v.rows
     )
+
+
+def _checks(v: RunView) -> Checks:
+    rows = v.rows
+    lines = _check_lines(v)
     figures = []
     for row in rows:
         band = compared_band(row)
@@ -331,7 +390,8 @@ def _plots(v: RunView) -> Plots:
         clip_ratio_high=finite_number(v.run.get("clip_ratio_high")),
         bands=compared_bands(v.rows),
     )
-    return Plots(logged=True, figures=tuple(Figure.of(p) for p in panels))
+    return Plots(logged=True, figures=tuple(Figure.of(p) for p in panels),
+                 failing=checks(v.path).data.figures)
 
 
 def _failure(v: RunView, lines: int) -> Failure:

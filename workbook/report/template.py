@@ -16,7 +16,15 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from workbook.report.palette import STATUS_COLOURS, VERDICT_COLOURS, banner_style, status_style
+from workbook.report.palette import (
+    BADGE_COLOURS,
+    DARK_PAGE,
+    STATUS_COLOURS,
+    VERDICT_COLOURS,
+    banner_style,
+    dark_tint,
+    status_style,
+)
 
 TEMPLATES = Path(__file__).with_name("templates")
 SECTIONS_FILE = "sections.html.j2"
@@ -42,7 +50,8 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.globals.update(banner_style=banner_style, status_style=status_style,
-                       verdict_colours=VERDICT_COLOURS, status_colours=STATUS_COLOURS)
+                       verdict_colours=VERDICT_COLOURS, status_colours=STATUS_COLOURS,
+                       badge_colours=BADGE_COLOURS, dark_tint=dark_tint, dark_page=DARK_PAGE)
     return env
 
 
