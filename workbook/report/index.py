@@ -155,7 +155,8 @@ def _table(runs: list[RunSummary], runs_root: Path, base: Path) -> str:
         link = (
             f'<a href="{_e(links.href(report, base))}">report</a>'
             if r.has_report and _linkable(report, runs_root)
-            else f"no report ({_e(r.status)})"
+            else '<span data-pruned>pruned (older than the nights kept in full)</span>'
+            if r.pruned else f"no report ({_e(r.status)})"
         )
         steps = (
             ""
