@@ -17,7 +17,10 @@ whole lines in one write, fsync'd; a night judged again or moved gets a new line
 line of a run id is its entry. A line that is not an entry (torn, not UTF-8, a JSON list, too
 large) is set aside into ``<file>.quarantine`` beside it, every other line kept, and named in a
 warning on stderr and in the index (:func:`problems`). A ledger file is built from the run
-directories only when it is missing (:func:`rebuild`), and a rebuild only adds nights. Readers
+directories only when it is missing (:func:`rebuild`), and a rebuild only adds nights. A
+published site carries the ledger too, the nightly's memory on runners that keep nothing:
+:func:`merge` adds another runs root's nights the same way (seeding a runs root from a site,
+publishing a runs root into one), so no night is ever lost between them. Readers
 never block (a FIFO or device in ``ledger/`` is skipped with a warning, the lock is only tried)
 and read at most :data:`LEDGER_MAX_BYTES` per file. ``hardware`` is the run's profile (``cpu``,
 ``npu``, ``cuda``), so a night on another machine of the same kind still finds the last green
