@@ -149,6 +149,8 @@ def test_the_recipes_show_each_path_of_the_issue() -> None:
     assert has("report")
     assert has("rayjob", "--apply")
     assert has("nightly sync", "--verl", "--recipe", "--write")
+    assert has("seed", "--from")
+    assert has("publish", "--keep-nights")
 
 
 @pytest.mark.parametrize("argv", COMMANDS)
@@ -289,10 +291,51 @@ def test_artifacts_hold_only_published_sites_and_junit(path: Path) -> None:
 
 def test_pages_deploy_from_a_job_without_a_container_after_every_night_job() -> None:
     jobs = _load(NIGHTLY)["jobs"]
-    pages = jobs["pages"]
-    assert "container" not in pages and set(pages["needs"]) == {"nightly", "ray"}
+    store, pages = jobs["store"], jobs["pages"]
+    assert "container" not in store and set(store["needs"]) == {"nightly", "ray"}
+    assert "container" not in pages and pages["needs"] == "store"
     assert any(str(u).startswith("actions/deploy-pages@") for u in _uses(pages))
     assert not any(str(u).startswith("actions/upload-pages-artifact@") for u in _uses(jobs["nightly"]))
+
+
+def _step_index(steps: list[dict[str, Any]], predicate: Any) -> int:
+    return next(n for n, step in enumerate(steps) if predicate(step))
+
+
+@pytest.mark.parametrize("name", ["nightly", "ray"])
+def test_every_job_seeds_its_runs_root_from_the_site_branch_before_it_runs(name: str) -> None:
+    workflow = _load(NIGHTLY)
+    steps = workflow["jobs"][name]["steps"]
+    site = _step_index(steps, lambda s: s.get("with", {}).get("ref") == "${{ env.SITE_BRANCH }}")
+    assert steps[site]["continue-on-error"] is True  # no branch before the first night
+    seeding = _step_index(steps, lambda s: any(
+        (a or [""])[0] == "seed" for a in map(workbook_argv, _script_lines(s.get("run", "")))))
+    running = _step_index(steps, lambda s: any(
+        (a or [""])[:2] == ["suite", "run"] for a in map(workbook_argv, _script_lines(s.get("run", "")))))
+    assert site < seeding < running
+    assert steps[seeding]["if"] == f"steps.{steps[site]['id']}.outcome == 'success'"
+    assert workflow["env"]["SITE_BRANCH"] == "${{ vars.WORKBOOK_SITE_BRANCH || 'gh-pages' }}"
+
+
+def test_the_store_merges_tonights_sites_into_the_branch_and_pushes_only_over_what_it_read() -> None:
+    store = _load(NIGHTLY)["jobs"]["store"]
+    assert store["permissions"] == {"contents": "write"} and "concurrency" not in store
+    script = next(s["run"] for s in store["steps"] if "git push" in s.get("run", ""))
+    (argv,) = [a for a in map(workbook_argv, _script_lines(script)) if a]
+    assert argv[0] == "publish" and "--keep-nights" in argv
+    assert '--force-with-lease="refs/heads/$SITE_BRANCH:$base"' in script
+    assert "for attempt in" in script and "git clean -f -d -x" in script
+
+
+def test_one_deployment_at_a_time_of_the_branch_as_it_is_now() -> None:
+    pages = _load(NIGHTLY)["jobs"]["pages"]
+    assert pages["concurrency"] == {"group": "verl-workbook-pages", "cancel-in-progress": False}
+    assert pages["if"] == "${{ !cancelled() && needs.store.result == 'success' }}"
+    checkout = next(s for s in pages["steps"] if str(s.get("uses", "")).startswith("actions/checkout@"))
+    upload = next(s for s in pages["steps"]
+                  if str(s.get("uses", "")).startswith("actions/upload-pages-artifact@"))
+    assert checkout["with"]["ref"] == "${{ env.SITE_BRANCH }}"
+    assert upload["with"] == {"path": checkout["with"]["path"]}  # hidden files (.git) left out
 
 
 def test_ray_entries_run_only_where_a_ray_address_is_set() -> None:

@@ -25,8 +25,9 @@ from report_fixtures import write_run
 from workbook.checks.verdict import COUNTED
 from workbook.cli import main
 from workbook.core import redaction
-from workbook.core.layout import RUN_FILES
+from workbook.core.layout import RUN_FILES, SITE_LOCK
 from workbook.errors import InputError
+from workbook.history.ledger import LEDGER_DIR
 from workbook.report import publish as publishing
 from workbook.report.index import write_index
 from workbook.report.publish import PUBLISHED_FILES, publish, publish_site
@@ -283,7 +284,8 @@ def test_only_what_publish_chose_reaches_the_site(tmp_path):
     publish(root, tmp_path / "site")
     site = tmp_path / "site"
     chosen = {RUN_FILES[key] for key in PUBLISHED_FILES}  # no summary cache: it names host paths
-    expected = {"index.html", ".nojekyll", SCENARIO, ".trends"}
+    expected = {"index.html", ".nojekyll", SCENARIO, ".trends", SITE_LOCK, LEDGER_DIR,
+                f"{LEDGER_DIR}/.lock", f"{LEDGER_DIR}/{SCENARIO}.cpu.jsonl"}  # the site's memory
     for run in runs:
         rel = run.relative_to(root).as_posix()
         expected |= {rel} | {f"{rel}/{name}" for name in chosen}
@@ -349,7 +351,7 @@ def test_five_concurrent_publishes_to_one_destination_leave_a_complete_site(tmp_
     assert [p.exitcode for p in procs] == [0] * 5
     found = _entries(site)
     temps = [p for p in found if Path(p).name.startswith(".")
-             and Path(p).name not in {".nojekyll", ".trends"}]
+             and Path(p).name not in {".nojekyll", ".trends", SITE_LOCK, ".lock"}]
     assert temps == []
     for run in runs:
         rel = run.relative_to(root)

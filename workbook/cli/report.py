@@ -12,6 +12,7 @@ from workbook.cli import terminal
 from workbook.core.layout import RUN_FILES, RunDir, default_root, is_run_dir
 from workbook.core.status import ACTIVE, RunStatus
 from workbook.errors import InputError, RunFailed
+from workbook.report.retention import KEEP_NIGHTS
 
 REPORT_EPILOG = """examples:
   workbook report runs/gspo-tiny-1n1cpu-fsdp2-vllm/20261129T181829Z-1a2b3c
@@ -53,13 +54,33 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     publish = sub.add_parser(
         "publish",
-        help="copy reports, redacted run files and the index to DEST (never through a link)",
-        epilog="example:\n  workbook publish runs /srv/www/verl-nightly",
+        help="add reports, redacted run files and the ledger to the site DEST (never through a "
+        "link; what DEST held stays), then write its index",
+        epilog="examples:\n  workbook publish runs /srv/www/verl-nightly\n"
+        "  workbook publish runs site --keep-nights 60   # site: a checkout of the Pages branch",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     publish.add_argument("runs_root", type=Path)
     publish.add_argument("dest", type=Path)
+    publish.add_argument("--keep-nights", type=_nights, default=KEEP_NIGHTS, metavar="N",
+                         help="full run pages for the newest N nights; older runs keep their "
+                         f"index line, verdict and trend point, the ledger keeps every night "
+                         f"(default {KEEP_NIGHTS})")
     publish.set_defaults(handler=publish_command)
+
+    seed = sub.add_parser(
+        "seed",
+        help="seed a runs root with what a published site remembers (its ledger, and what the "
+        "across-nights features read of each run) before a night on a fresh runner",
+        epilog="example:\n  workbook seed --from site            # into $WORKBOOK_RUNS\n"
+        "  workbook seed --from site runs",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    seed.add_argument("--from", dest="site", type=Path, required=True, metavar="SITE",
+                      help="a checkout of the site's branch, or a folder `workbook publish` wrote")
+    seed.add_argument("runs_root", type=Path, nargs="?",
+                      help="default: $WORKBOOK_RUNS, else the project's runs/")
+    seed.set_defaults(handler=seed_command)
 
 
 def report_command(args: argparse.Namespace) -> int:
@@ -134,8 +155,31 @@ def publish_command(args: argparse.Namespace) -> int:
     """Publish; every file refused (a link, not a regular file) is named on stderr."""
     from workbook.report.publish import publish_site
 
-    done = publish_site(args.runs_root, args.dest)
+    done = publish_site(args.runs_root, args.dest, keep_nights=args.keep_nights)
     for line in done.skipped:
         print(f"publish: skipped {line}", file=sys.stderr)
     print(done.index)
     return 0
+
+
+def seed_command(args: argparse.Namespace) -> int:
+    """Seed; every file refused is named on stderr, then what was taken."""
+    from workbook.report.seed import seed
+
+    root = args.runs_root or default_root()
+    done = seed(args.site, root)
+    for line in done.skipped:
+        print(f"seed: skipped {line}", file=sys.stderr)
+    print(f"{root}: {len(done.runs)} run(s) and {done.entries} ledger entr"
+          f"{'y' if done.entries == 1 else 'ies'} seeded from {args.site}")
+    return 0
+
+
+def _nights(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number of nights, at least 1")
+    return value

@@ -35,7 +35,7 @@ __all__ = ["ALIGNMENTS_DIR", "ALIGNMENT_FILE", "ALIGNMENT_PAGE", "BISECTS_DIR", 
            "COMPARISONS_DIR", "PROPOSALS_DIR", "PROPOSAL_FILE", "PROPOSAL_PAGE", "proposal_dir",
            "proposals_of", "COMPARISON_FILE", "COMPARISON_NOTEBOOK",
            "COMPARISON_PAGE", "ERROR_LOG", "INDEX", "RAYJOB_FILE", "ROLLOUTS_DIR", "RUN_FILES", "RUN_MARKERS",
-           "RunDir", "STOP_FILE", "SUITES_DIR", "SUITE_FILE", "SUMMARY_CACHE", "SWEEPS_DIR",
+           "PRUNED_FILE", "RunDir", "SEEDED_FILE", "SITE_LOCK", "STOP_FILE", "SUITES_DIR", "SUITE_FILE", "SUMMARY_CACHE", "SWEEPS_DIR",
            "SWEEP_FILE", "TREND_CACHE", "default_root", "is_run_dir", "lane_cluster_file",
            "new_run_id", "now_iso", "read_json_object", "write_atomic", "write_json", "write_redacted"]  # fmt: skip
 
@@ -71,6 +71,13 @@ COMPARISON_PAGE = "comparison.html"
 INDEX = "index.html"
 TREND_CACHE = ".trends"  # index charts by content hash: a refresh redraws only what changed
 SUMMARY_CACHE = ".summary.json"  # a run's index line, cached beside it
+# A published site is the nightly's memory (report/site.py): a run whose pages its retention
+# removed keeps PRUNED_FILE (what went, when); a runs root seeded from a site lists the runs it
+# took in SEEDED_FILE (publish leaves them out: the site has them); SITE_LOCK serialises
+# publishes into one site.
+PRUNED_FILE = "pruned.json"
+SEEDED_FILE = ".seeded.json"
+SITE_LOCK = ".publish.lock"
 # <root>/alignments/<id>/: two runs judged for precision alignment (``workbook align``)
 ALIGNMENTS_DIR = "alignments"
 ALIGNMENT_FILE = "alignment.json"

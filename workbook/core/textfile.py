@@ -29,10 +29,11 @@ def read_bytes(path: Path | str, *, max_bytes: int = MAX_BYTES, what: str = "fil
         raise InputError(f"no such {what}: {path}") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses a folder itself
+        os.close(fd)
+        raise InputError(f"{path}: the {what} is not a regular file (a folder, FIFO or "
+                         "device); give a file")
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise InputError(f"{path}: the {what} is not a regular file (a folder, FIFO or "
-                             "device); give a file")
         try:
             data = handle.read(max_bytes + 1)
         except OSError as exc:

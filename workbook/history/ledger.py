@@ -17,7 +17,10 @@ whole lines in one write, fsync'd; a night judged again or moved gets a new line
 line of a run id is its entry. A line that is not an entry (torn, not UTF-8, a JSON list, too
 large) is set aside into ``<file>.quarantine`` beside it, every other line kept, and named in a
 warning on stderr and in the index (:func:`problems`). A ledger file is built from the run
-directories only when it is missing (:func:`rebuild`), and a rebuild only adds nights. Readers
+directories only when it is missing (:func:`rebuild`), and a rebuild only adds nights. A
+published site carries the ledger too, the nightly's memory on runners that keep nothing:
+:func:`merge` adds another runs root's nights the same way (seeding a runs root from a site,
+publishing a runs root into one), so no night is ever lost between them. Readers
 never block (a FIFO or device in ``ledger/`` is skipped with a warning, the lock is only tried)
 and read at most :data:`LEDGER_MAX_BYTES` per file. ``hardware`` is the run's profile (``cpu``,
 ``npu``, ``cuda``), so a night on another machine of the same kind still finds the last green
@@ -342,6 +345,37 @@ def record(run_dir: Path, runs_root: Path) -> Entry | None:
         if _as_written(entry) not in current:  # a night closed again unchanged: no line
             _append(path, [entry])
     return entry
+
+
+def merge(ledgers: Mapping[tuple[str, str], Sequence[Entry]], runs_root: Path) -> int:
+    """Add to the runs root's ledgers each entry of ``ledgers`` (another runs root's: a
+    published site's when seeding a fresh runs root, a runs root's when publishing into a site)
+    that no line of its file ever held; return how many were added.
+
+    Under the one lock, whole lines appended, never one removed or rewritten (a line that is not
+    an entry is quarantined as :func:`record` does), so merging again adds nothing and merges in
+    any order leave the same nights. A runs root without any ledger file first gets its own
+    nights built from its run directories, as :func:`record` would: a rebuild only adds.
+    """
+    root = Path(runs_root)
+    folder = root / LEDGER_DIR
+    added = 0
+    with _locked(folder, wait=True):
+        if not any(folder.glob(f"*{LEDGER_SUFFIX}")):
+            _add_missing(root, rebuild(root))
+        for key, entries in sorted(ledgers.items()):
+            path = ledger_file(root, *key)
+            lines = _load(path)
+            if lines is None:
+                continue  # not a regular file: warned, left as it is
+            if lines.bad:
+                _warn_bad(path, lines, _quarantine(path))
+            held = set(lines.good)
+            new = [e for e in entries if dump([e]).encode("utf-8") not in held]
+            if new:
+                _append(path, new)
+                added += len(new)
+    return added
 
 
 def run_dirs(runs_root: Path) -> Iterator[Path]:
@@ -741,5 +775,5 @@ def _utc(date: str) -> str:
 
 __all__ = ["FAULT_ENV", "GREEN", "LEDGER_DIR", "LEDGER_MAX_BYTES", "LINE_MAX_BYTES", "RED",
            "SINGLE", "Entry", "LedgerError", "counts", "dump", "entry_of", "file_sha256",
-           "last_green", "ledger_file", "night_of", "problems", "quarantine_file", "read_all",
+           "last_green", "ledger_file", "merge", "night_of", "problems", "quarantine_file", "read_all",
            "read_file", "read_ledger", "rebuild", "record", "run_dirs"]

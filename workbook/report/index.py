@@ -143,6 +143,7 @@ class RunLine:
     numbers: tuple[str, ...]
     href: str | None  # its report, relative to the index
     reason: str
+    pruned: bool = False  # a published site's retention removed its report and log
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,7 @@ def _table(runs: list[RunSummary], runs_root: Path, base: Path) -> str:
             numbers=tuple(_fmt(r.headline.get(h)) for h in HEADLINES),
             href=(links.href(report, base) if r.has_report and _linkable(report, runs_root)
                   else None),
-            reason=r.reason))
+            reason=r.reason, pruned=r.pruned))
     headlines = tuple((h, unit) for h, (_m, unit) in HEADLINES.items())
     return _macro("runs", Runs(headlines, tuple(lines)))
 

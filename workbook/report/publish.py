@@ -15,35 +15,63 @@ contain it. Every file goes to a unique temp file in its folder and is renamed i
 index last, so concurrent publishes to one destination each leave a complete site. Links in the
 index are relative, so the tree works from any web server path, an artifact store, a local
 folder opened offline, or GitHub Pages (a ``.nojekyll`` marker keeps Pages from rewriting it).
+
+The site is the nightly's memory, the way asv's and github-action-benchmark's history lives in
+the pages they publish: publishing adds to what the destination holds and never replaces it.
+The runs root's ledger is merged into the site's (:func:`workbook.history.ledger.merge`), each
+run's files are copied in beside the runs already there, a suite night's ``suite.json`` keeps the
+entries other cron slots published (merged by key), and the retention
+(:mod:`workbook.report.retention`) keeps full pages for the newest nights only, all under one
+lock on the site (:data:`SITE_LOCK`). So publishes of any runs roots, in any order and again,
+leave the same site. The runs a runs root was seeded with from a site
+(:mod:`workbook.report.seed`) are not published again: the site has them.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import stat
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from workbook.core import redaction
 from workbook.core.layout import (
     INDEX,
     PROPOSAL_FILE,
     PROPOSAL_PAGE,
+    PRUNED_FILE,
     RUN_FILES,
     RUN_MARKERS,
+    SEEDED_FILE,
+    SITE_LOCK,
     SUITE_FILE,
+    TREND_CACHE,
+    read_json_object,
     write_atomic,
+    write_json,
 )
 from workbook.errors import InputError
+from workbook.history.ledger import merge, read_all
 from workbook.report.index import write_index
+from workbook.report.retention import KEEP_NIGHTS, prune
+from workbook.report.summary import scan
 
-# What a run contributes to the site (each redacted); nothing else of a run directory leaves it.
+# What a run contributes to the site (each redacted); nothing else of a run directory leaves it
+# (but the retention's note, PRUNED_FILE, of a run a site already pruned).
 PUBLISHED_FILES = ("report", "run", "checks", "params", "command_json", "command_sh", "metrics",
                    "log")
 # what a folder that is not a run contributes (a suite night, a baseline proposal)
 FOLDER_FILES = (SUITE_FILE, PROPOSAL_PAGE, PROPOSAL_FILE)
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK  # no link, no blocking on a FIFO
+LOCK_WAIT_S = 600.0  # a publish waits this long for another into the same site
+# A run's files to copy, given its folder's descriptor; None leaves the run out.
+Chooser = Callable[[Path, int], Sequence[str] | None]
 
 
 @dataclass
@@ -59,39 +87,115 @@ class _Skip(Exception):
     """A file publish will not copy (a link, not a regular file, changed while copied)."""
 
 
-def publish(runs_root: Path, dest: Path) -> Path:
-    """Copy every run's report, redacted files and an index into ``dest``; return the index."""
-    return publish_site(runs_root, dest).index
+def publish(runs_root: Path, dest: Path, *, keep_nights: int = KEEP_NIGHTS) -> Path:
+    """Add every run's report, redacted files and ledger to ``dest``; return the index."""
+    return publish_site(runs_root, dest, keep_nights=keep_nights).index
 
 
-def publish_site(runs_root: Path, dest: Path) -> Publication:
-    """Publish ``runs_root`` into ``dest``; what was skipped is listed, never copied."""
+def publish_site(runs_root: Path, dest: Path, *, keep_nights: int = KEEP_NIGHTS) -> Publication:
+    """Publish ``runs_root`` into ``dest``, adding to what it holds (see the module docstring);
+    what was skipped is listed, never copied."""
     runs_root = Path(runs_root)
-    root, site = _places(runs_root, Path(dest))
+    root, site = places(runs_root, Path(dest))
+    if not scan(root).runs:
+        raise InputError(f"{runs_root}: no run directories found")
     done = Publication(Path(dest) / INDEX)  # named as the caller named the destination
+    site.mkdir(parents=True, exist_ok=True)
+    names = (*(RUN_FILES[key] for key in PUBLISHED_FILES), PRUNED_FILE)
+    seeded = seeded_runs(root)
+
+    def chosen(rel: Path, dir_fd: int) -> Sequence[str] | None:
+        if rel.as_posix() in seeded:
+            return None  # taken from a site, which has it
+        if _exists(PRUNED_FILE, dir_fd) and os.path.lexists(site / rel / RUN_FILES["run"]):
+            return None  # a pruned copy never overwrites the pages the destination kept
+        return names
+
+    with site_lock(site):
+        merge(read_all(runs_root, store=False), site)  # first: a site without one builds its own
+        copy_tree(runs_root, site, chosen, done)
+        prune(site, keep_nights)
+        shutil.rmtree(site / TREND_CACHE, ignore_errors=True)  # charts the new index no longer shows
+        write_atomic(site / ".nojekyll", "")  # GitHub Pages: serve the tree as it is
+        write_index(site, published=True)  # last: it lists what the site now holds
+    return done
+
+
+def copy_tree(runs_root: Path, dest: Path, choose: Chooser, done: Publication) -> int:
+    """Copy the runs of ``runs_root`` (the files ``choose`` names for each) and the records of
+    its other folders into ``dest`` under the same relative paths, each through redaction and
+    never through a link; a suite night's record is merged with the one ``dest`` holds. The
+    number of runs copied."""
+    runs_root = Path(runs_root)
+    root, site = runs_root.resolve(), Path(dest).resolve()
     pending: list[tuple[Path, int, str]] = []  # folder files, copied once runs were found
     runs = 0
     try:
         for folder, dir_fd, is_run in _walk(root, runs_root, done.skipped):
             rel = folder.relative_to(root)
             if is_run:
-                runs += 1
                 rel = rel if folder != root else Path(root.name)
-                for key in PUBLISHED_FILES:
-                    _publish_file(folder, dir_fd, RUN_FILES[key], site, rel, runs_root, done)
+                names = choose(rel, dir_fd)
+                runs += names is not None
+                for name in names or ():
+                    _publish_file(folder, dir_fd, name, site, rel, runs_root, done)
             else:
                 pending += [(rel, os.dup(dir_fd), name) for name in FOLDER_FILES
                             if _exists(name, dir_fd)]
-        if not runs:
-            raise InputError(f"{runs_root}: no run directories found")
         for rel, dir_fd, name in pending:
             _publish_file(root / rel, dir_fd, name, site, rel, runs_root, done)
     finally:
         for _rel, dir_fd, _name in pending:
             os.close(dir_fd)
-    write_atomic(site / ".nojekyll", "")  # GitHub Pages: serve the tree as it is
-    write_index(site, published=True)  # last: it lists what the site now holds
-    return done
+    return runs
+
+
+def seeded_runs(runs_root: Path) -> set[str]:
+    """The runs (relative paths) a runs root was seeded with from a site (:data:`SEEDED_FILE`)."""
+    runs = read_json_object(Path(runs_root) / SEEDED_FILE).get("runs")
+    return {str(r) for r in runs} if isinstance(runs, list) else set()
+
+
+@contextmanager
+def site_lock(site: Path) -> Iterator[None]:
+    """Hold the site's lock (:data:`SITE_LOCK`), waiting up to :data:`LOCK_WAIT_S` for another
+    publish into it."""
+    path = Path(site) / SITE_LOCK
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot take the site's lock ({exc.strerror})") from None
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise InputError(f"{path}: another publish held the site for "
+                                     f"{LOCK_WAIT_S:.0f} s") from None
+                time.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def merged_suite(theirs: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
+    """One suite night's record from two copies (each cron slot runs its ``--only`` entries into
+    the same night): every entry by key, ours where both have it, in key order, so merging in
+    either order gives the same record; the leftovers of both."""
+    entries = {str(e["key"]): e for record in (theirs, ours) for e in _list(record.get("entries"))
+               if isinstance(e, dict) and e.get("key")}
+    leftovers = [e for e in _list(theirs.get("leftovers")) if e not in _list(ours.get("leftovers"))]
+    updated = max(str(theirs.get("updated") or ""), str(ours.get("updated") or ""))
+    return {**theirs, **ours, "updated": updated, "entries": [entries[k] for k in sorted(entries)],
+            "leftovers": leftovers + _list(ours.get("leftovers"))}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def redacted_copy(source: Path, target: Path) -> Path:
@@ -99,7 +203,7 @@ def redacted_copy(source: Path, target: Path) -> Path:
     return _copy_redacted(Path(source), Path(target))
 
 
-def _places(runs_root: Path, dest: Path) -> tuple[Path, Path]:
+def places(runs_root: Path, dest: Path) -> tuple[Path, Path]:
     """The resolved runs root and destination, refused when one holds the other."""
     if not runs_root.is_dir():
         raise InputError(f"{runs_root}: not a directory")
@@ -143,7 +247,10 @@ def _publish_file(folder: Path, dir_fd: int, name: str, site: Path, rel: Path,
     source = folder / name
     try:
         target = _site_folder(site, rel) / name
+        theirs = read_json_object(target) if name == SUITE_FILE else {}
         done.copied.append(_copy_redacted(source, target, dir_fd=dir_fd))
+        if theirs:  # another slot's entries of the same night stay
+            write_json(target, merged_suite(theirs, read_json_object(target)))
     except _Skip as why:
         done.skipped.append(f"{shown_root / rel / name}: {why}")
 

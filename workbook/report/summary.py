@@ -15,7 +15,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from workbook.core.layout import RUN_FILES, SUMMARY_CACHE, is_run_dir, write_atomic
+from workbook.core.layout import PRUNED_FILE, RUN_FILES, SUMMARY_CACHE, is_run_dir, write_atomic
 from workbook.metrics.model import RunMetrics
 from workbook.report.view import finite_number, load_view
 
@@ -47,6 +47,7 @@ class RunSummary:
     has_report: bool
     headline: dict[str, float | None] = field(default_factory=dict)
     out_of_band: list[str] = field(default_factory=list)  # headline names whose check failed
+    pruned: bool = False  # a published site's retention removed its report and log
 
     @property
     def sort_key(self) -> tuple[str, str]:
@@ -157,6 +158,7 @@ def _compute(run_dir: Path) -> RunSummary:
         has_report=(run_dir / RUN_FILES["report"]).is_file(),
         headline=headline(view.metrics),
         out_of_band=out,
+        pruned=(run_dir / PRUNED_FILE).is_file(),
     )
 
 
