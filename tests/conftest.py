@@ -102,8 +102,11 @@ class SuiteRun:
 
 @pytest.fixture(autouse=True)
 def own_runs_root(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """A test that runs or indexes anything in-process never writes into the project's runs/."""
+    """A test that runs or indexes anything in-process never writes into the project's runs/;
+    its training interpreter is the tests' own (the full environment), so an accelerator
+    scenario validates against that verl, not whatever ``python3`` is first on PATH."""
     monkeypatch.setenv("WORKBOOK_RUNS", str(tmp_path_factory.mktemp("runs")))
+    monkeypatch.setenv("WORKBOOK_PYTHON", sys.executable)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from workbook import interpreter
 from workbook.checks.bands import band_problems
 from workbook.checks.baseline import load_baseline
 from workbook.checks.spec import parse_checks, step_problems
@@ -23,7 +24,7 @@ from workbook.command.determinism import undone
 from workbook.command.plan import Plan
 from workbook.core.quoting import cut
 from workbook.data.prepare import Prepared, input_problems, outputs_of, prepare_data
-from workbook.errors import BaselineError, ParamsError
+from workbook.errors import BaselineError, InputError, ParamsError
 from workbook.params import hydra
 from workbook.params.loader import resolve
 from workbook.params.schema import Scenario, parse_scenario
@@ -118,8 +119,16 @@ def verl_problems(s: Scenario) -> list[tuple[str, str]]:
     checkout, not verl's trainer config: it is not composed here (a warning says so)."""
     if not s.entry.is_default:
         return []
+    verl_dir = None
+    if not s.verl.path:  # the training interpreter's verl, asked where it is (not imported)
+        python = interpreter.choose(s.profile, s.launcher, s.python)
+        try:
+            verl_dir = interpreter.ask(python).verl_dir
+        except InputError as exc:
+            # a run here needs it; a job sent elsewhere runs the cluster's (not this machine's)
+            return [("python", exc.message)] if runs_here(s) else []
     plan = placeholder_plan(s)
-    return check_overrides(plan.argv[len(entry_argv(s)):], checkout=s.verl.path)
+    return check_overrides(plan.argv[len(entry_argv(s)):], checkout=s.verl.path, verl_dir=verl_dir)
 
 
 def placeholder_plan(s: Scenario) -> Plan:

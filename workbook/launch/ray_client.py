@@ -168,9 +168,16 @@ def live_actors(url: str, token: str | None, name: str, timeout_s: float = 10.0)
     return [str(row.get("job_id", "?")) for row in rows]
 
 
+NOT_INSTALLED = ("the Ray launcher needs Ray's job client in the workbook's environment: "
+                 "pip install 'verl-workbook[ray]'")
+
+
 def _ray_errors() -> tuple[type[BaseException], ...]:
     """What Ray's job SDK raises: bare RuntimeError, requests' OSErrors, RayError subclasses."""
-    from ray.exceptions import RayError
+    try:
+        from ray.exceptions import RayError
+    except ImportError:
+        raise LaunchError(NOT_INSTALLED) from None
 
     return (RuntimeError, OSError, ValueError, RayError)
 
@@ -206,7 +213,10 @@ class JobsClient:
     @classmethod
     def connect(cls, url: str, token: str | None, timeout_s: float = 5.0) -> JobsClient:
         probe(url, token, timeout_s)
-        from ray.job_submission import JobSubmissionClient
+        try:
+            from ray.job_submission import JobSubmissionClient
+        except ImportError:
+            raise LaunchError(NOT_INSTALLED) from None
 
         headers = {"Authorization": f"Bearer {token}"} if token else None
         try:
