@@ -131,7 +131,7 @@ def _ask(python: str, timeout_s: float) -> Facts:
         data = json.loads(lines[-1]) if done.returncode == 0 and lines else None
     except ValueError:
         data = None
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or "executable" not in data:
         said = (done.stderr.strip().splitlines() or ["no answer"])[-1][:300]
         raise InputError(f"training interpreter {python} did not answer (exit "
                          f"{done.returncode}): {said}")
