@@ -15,12 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.edges import NPU_SCENARIO
 from workbook import interpreter
 from workbook.command.plan import Plan
 from workbook.core.layout import RunDir
+from workbook.errors import ParamsError
 from workbook.launch.cluster.state import ClusterState
 from workbook.launch.ray_job import RayJobLauncher, without_checkout
 from workbook.launch.verl_probe import answer_in, tree_digest
+from workbook.scenario import load_scenario
 
 
 @pytest.mark.parametrize("pythonpath, kept", [
@@ -83,3 +86,34 @@ def test_a_checkout_copy_is_imported_on_the_worker_node_and_run_json_says_so(
     job_line = next(line for line in run_dir.file("log").read_text().splitlines()
                     if line.startswith("job imports "))
     assert "runtime_resources" in job_line and "py_modules" in job_line, job_line
+
+
+KUBERAY = NPU_SCENARIO + """\
+launcher: kuberay
+nodes: 2
+kuberay:
+  image: verl:npu
+  pod:
+    volumes: [{name: cache, persistentVolumeClaim: {claimName: verl-cache}}]
+    volumeMounts: [{name: cache, mountPath: /root/.cache/}]
+"""
+
+
+@pytest.mark.parametrize("path, refused", [
+    ("/root/.cache/verl", False),  # on the cache volume every pod mounts
+    ("/root/.cache", False),
+    ("/root/.cachex/verl", True),  # beside it, not on it
+    ("/workspace/verl", True),
+])
+def test_a_kuberay_checkout_must_be_on_a_volume_every_pod_mounts(
+        tmp_path: Path, path: str, refused: bool) -> None:
+    scenario = tmp_path / "rayjob.yaml"
+    scenario.write_text(KUBERAY + f"verl: {{path: {path}}}\n")
+    if not refused:
+        assert load_scenario(scenario, check_files=False).verl.path == path
+        return
+    with pytest.raises(ParamsError) as err:
+        load_scenario(scenario, check_files=False)
+    assert err.value.problems == [("verl.path", f"{path} is on no volume every pod mounts "
+                                   "(kuberay.pod.volumeMounts): the workers could not import "
+                                   "the checkout; put it on the shared cache volume")]
