@@ -121,7 +121,10 @@ def verl_problems(s: Scenario) -> list[tuple[str, str]]:
         return []
     verl_dir = None
     if not s.verl.path:  # the training interpreter's verl, asked where it is (not imported)
-        python = interpreter.choose(s.profile, s.launcher, s.python)
+        # a KubeRay run's interpreter is in its pods: this machine's stands in for its config
+        pods = s.launcher == "kuberay"
+        python = interpreter.choose(s.profile, "local" if pods else s.launcher,
+                                    None if pods else s.python)
         try:
             verl_dir = interpreter.ask(python).verl_dir
         except InputError as exc:

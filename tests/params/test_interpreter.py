@@ -20,7 +20,8 @@ import pytest
 from tests.edges import NPU_SCENARIO
 from workbook import interpreter, provenance
 from workbook.cli import main
-from workbook.errors import InputError
+from workbook.errors import InputError, ParamsError
+from workbook.scenario import validate_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 GSPO_TINY = REPO / "params" / "gspo-tiny-1n1cpu-fsdp2-vllm.yaml"
@@ -171,3 +172,14 @@ def test_provenance_of_an_interpreter_that_fails_says_why_and_keeps_the_rest(
     assert "did not answer (exit 3)" in facts["interpreter"]["error"]
     assert set(facts["versions"]) == {"verl-workbook"}
     assert facts["host"] and facts["hardware"]["cpus"] >= 1
+
+
+def test_a_kuberay_scenario_is_composed_with_this_machines_training_interpreter(
+        tmp_path: Path) -> None:
+    # its pods' python3 is not here: $WORKBOOK_PYTHON (the tests' full environment) stands in
+    scenario = tmp_path / "rayjob.yaml"
+    scenario.write_text(NPU_SCENARIO + "launcher: kuberay\nkuberay: {image: verl:npu}\n"
+                        "overrides: [actor_rollout_ref.actor.entropy_coef=0]\n")
+    with pytest.raises(ParamsError) as err:
+        validate_scenario(scenario, where="runner")
+    assert "did you mean 'actor_rollout_ref.actor.entropy_coeff'" in err.value.message

@@ -13,6 +13,12 @@ is, and a cluster without authentication simply ignores the header.
 
 The HTTP probes (version, nodes) use the standard library with a short timeout: Ray's SDK sends
 its requests without one, so an unreachable address would otherwise hang for minutes.
+
+The workbook's Ray (the ``[ray]`` extra) need not be the cluster's: the job client speaks the
+Jobs REST API of the cluster's dashboard, and Ray's own client (2.40 and later) requires only a
+job server of Ray 2.0 or later for what the workbook sends (a submission id, a runtime env with
+env vars and py_modules; no entrypoint resources). The node and actor lists are the dashboard's
+state API (``/api/v0``, Ray 2.0 and later). The tests run a 2.60 client against a 2.60 cluster.
 """
 
 from __future__ import annotations
