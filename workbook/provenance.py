@@ -71,11 +71,11 @@ def collect(verl_path: str | Path | None = None, python: str | None = None) -> d
         "hardware": hardware(),
         "versions": versions(trainer),
         "os": f"{platform.system()} {platform.release()} ({_os_name()})",
-        "python": trainer.version if isinstance(trainer, interpreter.Facts) else
-        f"{platform.python_implementation()} {platform.python_version()}",
-        "interpreter": trainer.record() if isinstance(trainer, interpreter.Facts) else
-        {"python": python, "error": trainer},
     }
+    if isinstance(trainer, interpreter.Facts):
+        facts.update(python=trainer.version, interpreter=trainer.record())
+    else:  # unknown: this environment's Python is not the run's
+        facts["interpreter"] = {"python": python or sys.executable, "error": trainer}
     checkout = checkout_facts(Path(verl_path)) if verl_path else None
     if checkout and checkout.get("version"):
         # the run imports the checkout's verl, not the installed one the metadata describes

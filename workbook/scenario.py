@@ -121,10 +121,7 @@ def verl_problems(s: Scenario) -> list[tuple[str, str]]:
         return []
     verl_dir = None
     if not s.verl.path:  # the training interpreter's verl, asked where it is (not imported)
-        # a KubeRay run's interpreter is in its pods: this machine's stands in for its config
-        pods = s.launcher == "kuberay"
-        python = interpreter.choose(s.profile, "local" if pods else s.launcher,
-                                    None if pods else s.python)
+        python = config_python(s)
         try:
             verl_dir = interpreter.ask(python).verl_dir
         except InputError as exc:
@@ -132,6 +129,13 @@ def verl_problems(s: Scenario) -> list[tuple[str, str]]:
             return [("python", exc.message)] if runs_here(s) else []
     plan = placeholder_plan(s)
     return check_overrides(plan.argv[len(entry_argv(s)):], checkout=s.verl.path, verl_dir=verl_dir)
+
+
+def config_python(s: Scenario) -> str:
+    """The interpreter here whose verl validation composes: the run's, except a KubeRay run's
+    (its pods' python is not here; this machine's training interpreter stands in)."""
+    pods = s.launcher == "kuberay"
+    return interpreter.choose(s.profile, "local" if pods else s.launcher, None if pods else s.python)
 
 
 def placeholder_plan(s: Scenario) -> Plan:
@@ -170,6 +174,16 @@ def scenario_warnings(s: Scenario, params_dir: Path) -> list[tuple[str, str]]:
     """
 
     warnings = ignored_settings(s) + undone(s, placeholder_plan(s))
+    if s.entry.is_default and not s.verl.path:
+        python = config_python(s)
+        try:
+            found = interpreter.ask(python).verl_dir
+        except InputError:
+            found = ""  # a problem of its own where it matters (verl_problems)
+        if found is None:
+            warnings.append(("python", f"{python} has no verl: verl's Hydra config was not "
+                             "composed (name the interpreter verl runs with: --python, "
+                             f"${interpreter.ENV} or python:)"))
     if not s.entry.is_default:
         warnings.append(("entry", f"{s.entry.module} reads its own config"
                          f"{' ' + s.entry.config_name if s.entry.config_name else ''}, not verl's "

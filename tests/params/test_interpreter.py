@@ -170,7 +170,7 @@ def test_provenance_of_an_interpreter_that_fails_says_why_and_keeps_the_rest(
         tmp_path: Path) -> None:
     facts = provenance.collect(python=str(fake_python(tmp_path, None, exit_code=3)))
     assert "did not answer (exit 3)" in facts["interpreter"]["error"]
-    assert set(facts["versions"]) == {"verl-workbook"}
+    assert set(facts["versions"]) == {"verl-workbook"} and "python" not in facts
     assert facts["host"] and facts["hardware"]["cpus"] >= 1
 
 
@@ -183,3 +183,13 @@ def test_a_kuberay_scenario_is_composed_with_this_machines_training_interpreter(
     with pytest.raises(ParamsError) as err:
         validate_scenario(scenario, where="runner")
     assert "did you mean 'actor_rollout_ref.actor.entropy_coeff'" in err.value.message
+
+
+def test_an_interpreter_without_verl_leaves_a_warning_not_a_silent_pass(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = tmp_path / "npu.yaml"
+    scenario.write_text(NPU_SCENARIO)
+    bare = fake_python(tmp_path, {**IMAGE, "verl_dir": None})
+    assert main(["validate", str(scenario), "--where", "runner", "--python", str(bare)]) == 0
+    assert (f"warning: python: {bare} has no verl: verl's Hydra config was not composed"
+            in capsys.readouterr().err)
