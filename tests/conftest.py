@@ -4,9 +4,10 @@ Every real run goes through the ``workbook`` CLI exactly as a user or CI would, 
 temp runs root, one at a time (the machine has 2 cores), and tests across modules read the run
 directories they leave:
 
-- ``smoke``: ``workbook suite run params/suites/smoke-cpu.txt --junit ...`` -- the project's own
-  smoke suite (the tiny GSPO run, and the tiny PPO run on a 2-node Ray cluster the run starts
-  and stops itself);
+- ``smoke``: ``workbook suite run params/suites/smoke-cpu.txt --junit ... --python <this
+  environment>`` -- the project's own smoke suite (the tiny GSPO run, and the tiny PPO run on a
+  2-node Ray cluster the run starts and stops itself), run as a runner meets it: the workbook
+  from a venv of its own (no verl, no torch), verl with the tests' full environment;
 - ``variants``: a suite of three faulty variants of the tiny GSPO scenario (a loss-scaling bug
   loaded into verl, a broken override, a worker killed at step 3), interrupted with Ctrl-C
   during its last entry, then run again so it resumes.
@@ -103,8 +104,11 @@ class SuiteRun:
 
 @pytest.fixture(autouse=True)
 def own_runs_root(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """A test that runs or indexes anything in-process never writes into the project's runs/."""
+    """A test that runs or indexes anything in-process never writes into the project's runs/;
+    its training interpreter is the tests' own (the full environment), so an accelerator
+    scenario validates against that verl, not whatever ``python3`` is first on PATH."""
     monkeypatch.setenv("WORKBOOK_RUNS", str(tmp_path_factory.mktemp("runs")))
+    monkeypatch.setenv("WORKBOOK_PYTHON", sys.executable)
 
 
 @pytest.fixture(scope="session")
@@ -167,8 +171,8 @@ def run_dir_from(output: str) -> Path | None:
 
 
 def workbook_cli(args: list[str], env: dict[str, str], timeout: float = 1500,
-                 cwd: Path = REPO) -> CliRun:
-    proc = subprocess.run([*WORKBOOK, *args], env=env, cwd=cwd, capture_output=True, text=True,
+                 cwd: Path = REPO, program: list[str] = WORKBOOK) -> CliRun:
+    proc = subprocess.run([*program, *args], env=env, cwd=cwd, capture_output=True, text=True,
                           timeout=timeout)
     output = proc.stdout + proc.stderr
     return CliRun(args, proc.returncode, output, run_dir_from(proc.stdout), proc.stdout)
@@ -187,12 +191,36 @@ def processes_naming(*markers: str) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def smoke(session_env: dict[str, str], cpu_assets, tmp_path_factory) -> SuiteRun:  # type: ignore[no-untyped-def]
-    """The smoke suite exactly as CI and the docs run it (real verl, real Ray cluster)."""
+def workbook_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The workbook alone in a venv of its own, as a nightly installs it beside an image's
+    Python: its own light dependencies and the Ray Jobs client (the Ray of this environment,
+    whose cluster it talks to), no verl, torch or vLLM. pip's cache makes it quick."""
+    from importlib.metadata import version
+
+    venv = tmp_path_factory.mktemp("workbook-venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = str(venv / "bin" / "python")
+    done = subprocess.run([python, "-m", "pip", "install", "--quiet", "-e", f"{REPO}[ray]",
+                           f"ray[default]=={version('ray')}"], capture_output=True, text=True,
+                          timeout=1800)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    heavy = subprocess.run([python, "-c", "import importlib.util as u; print([m for m in "
+                            "('verl', 'torch', 'vllm', 'transformers') if u.find_spec(m)])"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert heavy == "[]", f"the workbook's venv has the training stack: {heavy}"
+    return venv
+
+
+@pytest.fixture(scope="session")
+def smoke(session_env: dict[str, str], cpu_assets, tmp_path_factory,  # type: ignore[no-untyped-def]
+          workbook_venv: Path) -> SuiteRun:
+    """The smoke suite as CI and the docs run it (real verl, real Ray cluster), from the workbook's own
+    venv, with this environment (the full one) as the training interpreter."""
     junit = tmp_path_factory.mktemp("smoke") / "junit.xml"
     with HeavyLock():
         first = workbook_cli(["suite", "run", "params/suites/smoke-cpu.txt", "--junit",
-                              str(junit)], session_env, timeout=2400)
+                              str(junit), "--python", sys.executable], session_env, timeout=2400,
+                             program=[str(workbook_venv / "bin" / "python"), "-m", "workbook"])
     directory = last_dir(first.stdout)
     assert directory is not None, first.output[-5000:]
     from workbook.launch.cluster.state import temp_dir_for

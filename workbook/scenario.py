@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from workbook import interpreter
 from workbook.checks.bands import band_problems
 from workbook.checks.baseline import load_baseline
 from workbook.checks.spec import parse_checks, step_problems
@@ -23,7 +24,7 @@ from workbook.command.determinism import undone
 from workbook.command.plan import Plan
 from workbook.core.quoting import cut
 from workbook.data.prepare import Prepared, input_problems, outputs_of, prepare_data
-from workbook.errors import BaselineError, ParamsError
+from workbook.errors import BaselineError, InputError, ParamsError
 from workbook.params import hydra
 from workbook.params.loader import resolve
 from workbook.params.schema import Scenario, parse_scenario
@@ -118,8 +119,23 @@ def verl_problems(s: Scenario) -> list[tuple[str, str]]:
     checkout, not verl's trainer config: it is not composed here (a warning says so)."""
     if not s.entry.is_default:
         return []
+    verl_dir = None
+    if not s.verl.path:  # the training interpreter's verl, asked where it is (not imported)
+        python = config_python(s)
+        try:
+            verl_dir = interpreter.ask(python).verl_dir
+        except InputError as exc:
+            # a run here needs it; a job sent elsewhere runs the cluster's (not this machine's)
+            return [("python", exc.message)] if runs_here(s) else []
     plan = placeholder_plan(s)
-    return check_overrides(plan.argv[len(entry_argv(s)):], checkout=s.verl.path)
+    return check_overrides(plan.argv[len(entry_argv(s)):], checkout=s.verl.path, verl_dir=verl_dir)
+
+
+def config_python(s: Scenario) -> str:
+    """The interpreter here whose verl validation composes: the run's, except a KubeRay run's
+    (its pods' python is not here; this machine's training interpreter stands in)."""
+    pods = s.launcher == "kuberay"
+    return interpreter.choose(s.profile, "local" if pods else s.launcher, None if pods else s.python)
 
 
 def placeholder_plan(s: Scenario) -> Plan:
@@ -158,6 +174,16 @@ def scenario_warnings(s: Scenario, params_dir: Path) -> list[tuple[str, str]]:
     """
 
     warnings = ignored_settings(s) + undone(s, placeholder_plan(s))
+    if s.entry.is_default and not s.verl.path:
+        python = config_python(s)
+        try:
+            found = interpreter.ask(python).verl_dir
+        except InputError:
+            found = ""  # a problem of its own where it matters (verl_problems)
+        if found is None:
+            warnings.append(("python", f"{python} has no verl: verl's Hydra config was not "
+                             "composed (name the interpreter verl runs with: --python, "
+                             f"${interpreter.ENV} or python:)"))
     if not s.entry.is_default:
         warnings.append(("entry", f"{s.entry.module} reads its own config"
                          f"{' ' + s.entry.config_name if s.entry.config_name else ''}, not verl's "

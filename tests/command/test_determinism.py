@@ -5,6 +5,7 @@ all for the committed scenarios, which leave it off."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from workbook.command.plan import Plan
 from workbook.core.serialization import load_yaml
 from workbook.errors import ParamsError
 from workbook.params import Scenario, hydra
-from workbook.params.verl_config import verl_config_dir
+from workbook.params.verl_config import installed_config_dir
 from workbook.profiles import deterministic_env
 from workbook.run import steps
 from workbook.scenario import load_scenario, scenario_warnings, verl_problems
@@ -146,7 +147,7 @@ def test_the_mode_spells_its_keys_for_the_engine_the_scenario_runs(
                          ids=[f"{e[0][:24]}-{e[2]}" for e in ENGINES if not e[0].startswith("dapo")])
 def test_every_key_the_mode_sets_exists_in_verls_config(name: str, sets: list[str]) -> None:
     # Hydra refuses a key the engine's config lacks: the plan is composed with verl's own config
-    assert verl_config_dir() is not None, "verl is not installed: nothing was composed"
+    assert installed_config_dir(sys.executable) is not None, "verl is not installed: nothing was composed"
     assert verl_problems(scenario(name, "deterministic=true", *sets)) == []
 
 

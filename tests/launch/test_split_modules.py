@@ -118,7 +118,7 @@ def fake_ray(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeRa
     fake = FakeRay(temp_dir)
     monkeypatch.setattr(lifecycle, "start_command", fake.start_command)
     monkeypatch.setattr(lifecycle, "_run", fake.run)
-    monkeypatch.setattr(lifecycle, "_ensure_token", lambda env: None)
+    monkeypatch.setattr(lifecycle, "_ensure_token", lambda env, python=None: None)
     monkeypatch.setattr(lifecycle, "_wait_for_nodes", lambda url, count, timeout_s: None)
     monkeypatch.setattr(lifecycle, "tagged", lambda tag: [])
     monkeypatch.setattr(lifecycle, "end_tagged",

@@ -21,7 +21,7 @@ from workbook.cli import main
 from workbook.data.prepare import STAMP, prepare_command, prepare_data
 from workbook.errors import ParamsError, RunError
 from workbook.launch.processes import is_running
-from workbook.params.verl_config import verl_config_dir
+from workbook.params.verl_config import installed_config_dir
 from workbook.scenario import load_scenario, ready_to_launch, validate_scenario
 
 SCRIPT = '''\
@@ -88,7 +88,7 @@ class Setup:
 @pytest.fixture()
 def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Setup:
     st = Setup(tmp_path)
-    installed = verl_config_dir()
+    installed = installed_config_dir(sys.executable)
     assert installed is not None, "verl is not installed: no trainer config to copy"
     shutil.copytree(installed, st.checkout / "verl" / "trainer" / "config")
     (st.checkout / "verl" / "__init__.py").write_text('MARK = "checkout"\n')

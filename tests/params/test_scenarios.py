@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from tests.edges import NPU_SCENARIO
 from workbook.cli import main
 from workbook.errors import ParamsError
 from workbook.params.loader import resolve
-from workbook.params.verl_config import verl_config_dir
+from workbook.params.verl_config import installed_config_dir
 from workbook.scenario import load_scenario, validate_scenario
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,7 +28,7 @@ def test_params_folder_has_the_seed_and_tiny_scenarios() -> None:
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_every_scenario_validates_against_verl(path: Path, cpu_assets: object) -> None:
     # Without verl the Hydra check has nothing to compose with and finds no problem: that is no pass.
-    assert verl_config_dir() is not None, "verl is not installed: nothing was validated against it"
+    assert installed_config_dir(sys.executable) is not None, "verl is not installed: nothing was validated against it"
     # An accelerator scenario's model and data paths are its runner's: validated as there
     # (everything but their existence; a run launched here looks for them, see test_data_prepare).
     where = "here" if resolve(path)[0]["profile"] == "cpu" else "runner"

@@ -4,6 +4,7 @@ tuning (speed, memory, rounding: recorded, never a reason for "not comparable") 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from workbook.params.settings import (
     tuning_in,
     tuning_of,
 )
-from workbook.params.verl_config import verl_config_dir
+from workbook.params.verl_config import installed_config_dir
 from workbook.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,7 +59,7 @@ def test_an_override_is_tuning_or_a_setting_never_both(override: str, tuning: bo
 
 
 def test_every_tuning_key_is_a_key_of_verls_own_config() -> None:
-    folder = verl_config_dir()
+    folder = installed_config_dir(sys.executable)
     assert folder is not None, "verl is not installed: nothing to check the keys against"
     keys = {m.group(1) for path in folder.rglob("*.yaml")
             for m in re.finditer(r"^\s*([A-Za-z_]+):", path.read_text(encoding="utf-8"), re.M)}

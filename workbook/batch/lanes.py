@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbook import interpreter
 from workbook.core.layout import CLUSTER_FILE, lane_cluster_file
 from workbook.errors import InputError
 
@@ -75,7 +76,9 @@ class Lanes:
         if self.host and scenario.launcher == "local" and scenario.nodes == 1:
             return {"nodes": 1, "cpus_per_node": HOSTED_CPUS,
                     "devices_per_node": scenario.devices_per_node,
-                    "device_resource": device_resource(scenario.profile)}, True
+                    "device_resource": device_resource(scenario.profile),
+                    "python": interpreter.choose(scenario.profile, scenario.launcher,
+                                                 getattr(scenario, "python", None))}, True
         return None, False
 
     def close(self) -> None:

@@ -10,6 +10,7 @@ against the project and runs land in the one runs root.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import sys
@@ -56,6 +57,8 @@ def run_command(args: argparse.Namespace) -> int:
     notebook = working_copy(args.notebook, folder, fresh=args.fresh)
     extra = list(args.jupyter_arg) + ([f"--port={args.port}"] if args.port else []) + (
         ["--no-browser"] if args.no_browser else [])
+    if importlib.util.find_spec("jupyterlab") is None:
+        raise InputError("workbook lab needs JupyterLab: pip install 'verl-workbook[jupyter]'")
     argv = [sys.executable, "-m", "jupyter", "lab", str(notebook),
             f"--ServerApp.root_dir={folder}", *extra]
     if os.geteuid() == 0 and "--allow-root" not in extra:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workbook import interpreter
 from workbook.cli import terminal
 from workbook.core.layout import RunDir, default_root
 from workbook.core.project import find_scenario
@@ -25,6 +27,23 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verl", type=Path, default=None, metavar="PATH",
                    help="the verl checkout under test (its repository root): the run imports "
                    "verl from it (same as -s verl.path=PATH)")
+    add_python_arg(p)
+
+
+def add_python_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--python", default=None, metavar="PYTHON",
+                   help="the training interpreter verl runs with (a path, or a name on PATH); "
+                   "wins over $WORKBOOK_PYTHON and the scenario's python: (default: the "
+                   "workbook's own on cpu, python3 elsewhere)")
+
+
+def use_python(args: argparse.Namespace) -> None:
+    """``--python`` as ``$WORKBOOK_PYTHON`` of this process: every scenario loaded here, and the
+    notebook kernel each run is driven in, launch verl with it (as ``--verl`` does for suites)."""
+    given = getattr(args, "python", None)
+    if given:
+        value = str(Path(given).expanduser().absolute()) if "/" in given else given
+        os.environ[interpreter.ENV] = value  # not resolved: a venv's python is its own symlink
 
 
 def named_scenario(given: str) -> Path:
@@ -76,6 +95,7 @@ def validate(args: argparse.Namespace) -> int:
     from workbook.run.steps import ensure_profile_ready
     from workbook.scenario import validate_scenario
 
+    use_python(args)
     args.params, args.sets = find_scenario(args.params), scenario_sets(args)
     ensure_profile_ready(args.params, args.sets)
     s = validate_scenario(args.params, args.sets, where=args.where)
@@ -100,6 +120,7 @@ def plan(args: argparse.Namespace) -> int:
     from workbook.run.steps import plan_for
     from workbook.scenario import load_scenario
 
+    use_python(args)
     s = load_scenario(find_scenario(args.params), scenario_sets(args), check_files=False)
     run_dir = args.run_dir or default_root().resolve() / s.name / "<run_id>"
     p = plan_for(s, Path(run_dir))
@@ -123,6 +144,7 @@ def validated(args: argparse.Namespace) -> tuple[Path, Scenario]:
     from workbook.run.steps import ensure_profile_ready
     from workbook.scenario import validate_scenario
 
+    use_python(args)
     params, args.sets = find_scenario(args.params), scenario_sets(args)
     ensure_profile_ready(params, args.sets)
     s = validate_scenario(params, args.sets, where="here")

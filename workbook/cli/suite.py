@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbook.cli import terminal
+from workbook.cli.scenario import add_python_arg, use_python
 from workbook.core.layout import default_root
 from workbook.core.redaction import redact_text
 from workbook.history.bisect_hint import hint_for_run
@@ -44,15 +45,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--runs", type=Path, help="runs root (default $WORKBOOK_RUNS or runs/)")
     run.add_argument("--echo", action="store_true", help="stream each run's log to the terminal")
     run.add_argument("--verl", type=Path, help="the verl checkout every entry runs ($WORKBOOK_VERL)")
+    add_python_arg(run)
     run.set_defaults(handler=run_command)
     check = actions.add_parser("validate", help="validate every entry; nothing is launched")
     check.add_argument("suite", type=Path)
+    add_python_arg(check)
     check.set_defaults(handler=validate_command)
 
 
 def validate_command(args: argparse.Namespace) -> int:
     from workbook.batch.suite import validate_suite
 
+    use_python(args)
     entries = validate_suite(args.suite)  # every problem of every line and entry at once
     print(f"{args.suite}: {len(entries)} entries, all valid")
     return 0
@@ -65,6 +69,7 @@ def run_command(args: argparse.Namespace) -> int:
     from workbook.report.summary import summarize
 
     root = (args.runs or default_root()).resolve()
+    use_python(args)  # every entry, and the notebook each runs in, launches verl with it
     if args.verl:  # every entry, and the notebook each runs in, loads its scenario with it
         os.environ["WORKBOOK_VERL"] = str(args.verl.expanduser().resolve())
 

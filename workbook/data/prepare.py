@@ -17,12 +17,12 @@ import json
 import os
 import subprocess
 from dataclasses import dataclass
-from importlib.util import find_spec
 from pathlib import Path
 
+from workbook import interpreter
 from workbook.command.builder import verl_pythonpath
 from workbook.core.quoting import cut
-from workbook.errors import ParamsError, RunError
+from workbook.errors import InputError, ParamsError, RunError
 from workbook.launch.processes import run_tagged
 from workbook.params.schema import Scenario
 
@@ -46,10 +46,13 @@ def checkout_of(s: Scenario) -> Path | None:
     installed verl was installed from in editable mode (its package folder's parent)."""
     if s.verl.path:
         return Path(s.verl.path)
-    spec = find_spec("verl")
-    if spec is None or not spec.submodule_search_locations:
+    try:  # the training interpreter's verl, never this environment's
+        found = interpreter.ask(interpreter.choose(s.profile, s.launcher, s.python)).verl_dir
+    except InputError:
         return None
-    root = Path(next(iter(spec.submodule_search_locations))).parent
+    if found is None:
+        return None
+    root = Path(found).parent
     return root if (root / "examples").is_dir() else None
 
 

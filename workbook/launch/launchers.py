@@ -38,6 +38,7 @@ def _ray(s: Scenario, target: Target) -> Launcher:
         nodes=s.nodes,
         devices_per_node=s.devices_per_node,
         device_resource=device_resource(s.profile),
+        verl_checkout=s.verl.path,  # shipped to every node, and checked there
     )
 
 

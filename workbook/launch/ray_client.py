@@ -13,6 +13,12 @@ is, and a cluster without authentication simply ignores the header.
 
 The HTTP probes (version, nodes) use the standard library with a short timeout: Ray's SDK sends
 its requests without one, so an unreachable address would otherwise hang for minutes.
+
+The workbook's Ray (the ``[ray]`` extra) need not be the cluster's: the job client speaks the
+Jobs REST API of the cluster's dashboard, and Ray's own client (2.40 and later) requires only a
+job server of Ray 2.0 or later for what the workbook sends (a submission id, a runtime env with
+env vars and py_modules; no entrypoint resources). The node and actor lists are the dashboard's
+state API (``/api/v0``, Ray 2.0 and later). The tests run a 2.60 client against a 2.60 cluster.
 """
 
 from __future__ import annotations
@@ -168,9 +174,16 @@ def live_actors(url: str, token: str | None, name: str, timeout_s: float = 10.0)
     return [str(row.get("job_id", "?")) for row in rows]
 
 
+NOT_INSTALLED = ("the Ray launcher needs Ray's job client in the workbook's environment: "
+                 "pip install 'verl-workbook[ray]'")
+
+
 def _ray_errors() -> tuple[type[BaseException], ...]:
     """What Ray's job SDK raises: bare RuntimeError, requests' OSErrors, RayError subclasses."""
-    from ray.exceptions import RayError
+    try:
+        from ray.exceptions import RayError
+    except ImportError:
+        raise LaunchError(NOT_INSTALLED) from None
 
     return (RuntimeError, OSError, ValueError, RayError)
 
@@ -206,7 +219,10 @@ class JobsClient:
     @classmethod
     def connect(cls, url: str, token: str | None, timeout_s: float = 5.0) -> JobsClient:
         probe(url, token, timeout_s)
-        from ray.job_submission import JobSubmissionClient
+        try:
+            from ray.job_submission import JobSubmissionClient
+        except ImportError:
+            raise LaunchError(NOT_INSTALLED) from None
 
         headers = {"Authorization": f"Bearer {token}"} if token else None
         try:

@@ -16,6 +16,15 @@
    reconnect the lines already written, and reconcile with the full job log at the end;
 4. poll the status; on timeout, ``stop.request`` or Ctrl-C stop the job and wait for STOPPED;
    record status, message and driver exit code in ``run.json`` under ``ray_job``.
+
+A run of a verl checkout (``verl.path``) ships the checkout's ``verl`` package to every node in
+the job's runtime env (``py_modules``: Ray uploads it once, keyed by its content, and puts it
+first on each worker's PYTHONPATH, ahead of the image's verl), so a cluster without a shared
+file system still runs the commit; the checkout leaves the job's PYTHONPATH (a path the nodes
+may not have). Before the run, a short probe job with the same runtime env asks every alive node
+which verl it imports (:mod:`workbook.launch.verl_probe`); ``run.json``'s ``verl_imported``
+records each node's answer against the checkout's own digest and commit, and a node that would
+import anything else stops the launch (exit 3): its verdict would be about other code.
 """
 
 from __future__ import annotations
@@ -30,12 +39,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from workbook import provenance
 from workbook.command.plan import Plan
 from workbook.core import project
 from workbook.core.layout import RunDir, now_iso
 from workbook.core.status import RunStatus
 from workbook.errors import LaunchError
-from workbook.launch import ray_client
+from workbook.launch import ray_client, verl_probe
 from workbook.launch.cluster.state import load_state
 from workbook.launch.job_log import LineLog, follow_log
 from workbook.launch.launcher import Launcher
@@ -68,6 +78,18 @@ def job_runtime_env(
     if py_modules:
         runtime_env["py_modules"] = [*runtime_env.get("py_modules", []), *py_modules]
     return runtime_env
+
+
+def without_checkout(env: Mapping[str, str], checkout: str) -> dict[str, str]:
+    """``env`` with the checkout off PYTHONPATH (it travels as a py_module instead)."""
+    out = dict(env)
+    kept = [p for p in env.get("PYTHONPATH", "").split(":")
+            if p and os.path.normpath(p) != os.path.normpath(checkout)]
+    if kept:
+        out["PYTHONPATH"] = ":".join(kept)
+    else:
+        out.pop("PYTHONPATH", None)
+    return out
 
 
 def needs_workbook(env: Mapping[str, str]) -> bool:
@@ -152,6 +174,8 @@ class RayJobLauncher(Launcher):
         connect_timeout_s: float = 5.0,
         poll_s: float = 1.0,
         stop_timeout_s: float = 60.0,
+        verl_checkout: str | None = None,
+        probe_timeout_s: float = 600.0,
     ) -> None:
         self.address = address
         self.nodes = nodes
@@ -163,6 +187,8 @@ class RayJobLauncher(Launcher):
         self.connect_timeout_s = connect_timeout_s
         self.poll_s = poll_s
         self.stop_timeout_s = stop_timeout_s
+        self.verl_checkout = verl_checkout
+        self.probe_timeout_s = probe_timeout_s
 
     def connect(self, env: Mapping[str, str] | None = None) -> ray_client.JobsClient:
         """A client for the job server; the token from ``env`` (the plan's) first, then Ray's way."""
@@ -221,8 +247,15 @@ class RayJobLauncher(Launcher):
         client = self.connect(plan.env)
         pre = self._preflight(client)
         ship = self.ship_workbook if self.ship_workbook is not None else not pre["local"]
-        modules = workbook_modules(plan.env) if ship and needs_workbook(plan.env) else None
-        runtime_env = job_runtime_env(plan.env, py_modules=modules, extra=self.runtime_env_extra)
+        modules = workbook_modules(plan.env) if ship and needs_workbook(plan.env) else []
+        env: Mapping[str, str] = plan.env
+        if self.verl_checkout:  # the commit on every node, whatever their file systems hold
+            env = without_checkout(plan.env, self.verl_checkout)
+            modules.append(str(Path(self.verl_checkout) / "verl"))
+        runtime_env = job_runtime_env(env, py_modules=modules or None,
+                                      extra=self.runtime_env_extra)
+        if self.verl_checkout:
+            self._check_imported(client, plan.argv[0], runtime_env, run_dir)
         job_id = client.submit(
             entrypoint=shlex.join(plan.argv), submission_id=run_dir.run_id, runtime_env=runtime_env
         )
@@ -260,6 +293,53 @@ class RayJobLauncher(Launcher):
             message=message,
             details={"ray_job": record},
         )
+
+    def _check_imported(self, client: ray_client.JobsClient, python: str,
+                        runtime_env: dict[str, Any], run_dir: RunDir) -> None:
+        """Run the probe job; record which verl every node imports (``verl_imported``) and refuse
+        (LaunchError) a node that would import anything but the checkout."""
+        assert self.verl_checkout is not None
+        answer, probe_id = self._probe(client, python, runtime_env, run_dir)
+        checkout = Path(self.verl_checkout)
+        expected = verl_probe.tree_digest(str(checkout / "verl"))
+        nodes = [dict(n, matches=n.get("digest") == expected) for n in answer.get("nodes") or []]
+        driver = dict(answer.get("driver") or {})
+        driver["matches"] = driver.get("digest") == expected
+        record = {"checkout": str(checkout), "commit": provenance.git_commit(checkout),
+                  "digest": expected, "shipped_as": "py_modules", "probe_job": probe_id,
+                  "driver": driver, "nodes": nodes,
+                  "all_match": bool(nodes) and driver["matches"] and all(n["matches"] for n in nodes)}
+        run_dir.update_run(verl_imported=record)
+        wrong = [n for n in [driver, *nodes] if not n["matches"]]
+        if wrong or not nodes:
+            where = "; ".join(f"{n.get('node_ip', 'the driver')}: {n.get('file') or 'no verl'}"
+                              for n in wrong) or "no alive node answered"
+            raise LaunchError(f"not every node of {client.url} imports the verl checkout "
+                              f"{checkout} ({where}); the run would test other code")
+
+    def _probe(self, client: ray_client.JobsClient, python: str, runtime_env: dict[str, Any],
+               run_dir: RunDir) -> tuple[dict[str, Any], str]:
+        """Submit the probe with the run's runtime env; its answer and its job id."""
+        probe_id = f"{run_dir.run_id}-verl-probe"
+        source = Path(verl_probe.__file__).read_text(encoding="utf-8")
+        client.submit(entrypoint=shlex.join([python, "-c", source]), submission_id=probe_id,
+                      runtime_env=runtime_env)
+        deadline = time.monotonic() + self.probe_timeout_s
+        state = client.state(probe_id)
+        while not state.terminal:
+            if time.monotonic() > deadline or stop_requested(run_dir.path):
+                client.stop(probe_id)
+                raise LaunchError(f"the probe job {probe_id} (which verl each node imports) did "
+                                  f"not finish within {self.probe_timeout_s:g} s")
+            time.sleep(self.poll_s)
+            state = client.state(probe_id)
+        log = client.logs(probe_id)
+        answer = verl_probe.answer_in(log)
+        if state.status != "SUCCEEDED" or answer is None:
+            tail = " | ".join(log.strip().splitlines()[-5:])[-600:]
+            raise LaunchError(f"the probe job {probe_id} (which verl each node imports) ended "
+                              f"{state.status}: {tail or state.message}")
+        return answer, probe_id
 
     def _follow(
         self,

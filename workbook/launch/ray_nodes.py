@@ -9,7 +9,9 @@ addresses this host's nodes register with (:func:`local_addresses`: is a cluster
 from __future__ import annotations
 
 import json
+import os
 import random
+import shutil
 import socket
 import sys
 from pathlib import Path
@@ -19,11 +21,14 @@ from workbook.errors import LaunchError
 WORKER_PORT_SPAN = 200
 
 
-def ray_executable() -> Path:
-    """The ``ray`` CLI of this interpreter's environment (the cluster must run the same Ray)."""
-    path = Path(sys.executable).parent / "ray"
+def ray_executable(python: str | None = None) -> Path:
+    """The ``ray`` CLI beside the training interpreter ``python`` (None: this one): the nodes
+    run the jobs' workers, so they must be the training environment's Ray, with its verl."""
+    base = Path(os.path.abspath(shutil.which(python) or python)) if python else Path(sys.executable)
+    path = base.parent / "ray"
     if not path.exists():
-        raise LaunchError(f"no `ray` executable beside {sys.executable}; install ray[default]")
+        raise LaunchError(f"no `ray` executable beside {base}; install ray[default] in that "
+                          "environment")
     return path
 
 
@@ -83,9 +88,11 @@ def start_command(
     devices: int,
     device_resource: str,
     head_address: str | None,
+    python: str | None = None,
 ) -> list[str]:
-    """argv of one ``ray start`` (pure: the head when ``head_address`` is None)."""
-    argv = [str(ray_executable()), "start"]
+    """argv of one ``ray start`` (pure: the head when ``head_address`` is None), of the Ray
+    beside the training interpreter ``python``."""
+    argv = [str(ray_executable(python)), "start"]
     if head_address is None:
         argv += ["--head", "--dashboard-host=127.0.0.1", "--include-dashboard=true"]
     else:

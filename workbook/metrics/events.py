@@ -21,7 +21,8 @@ from typing import Any
 from workbook.metrics.model import RunMetrics
 from workbook.metrics.names import plan_for
 
-NOT_INSTALLED = "TensorBoard event files not read: the tensorboard package is not installed"
+NOT_INSTALLED = ("TensorBoard event files not read: the tensorboard package is not installed "
+                 "(pip install 'verl-workbook[tensorboard]')")
 
 
 def read_events(paths: Sequence[Path], base: Path) -> tuple[RunMetrics, list[str]]:

@@ -220,6 +220,9 @@ class Scenario(_Strict):
     nodes: Count = 1
     devices_per_node: Count = 1
     timeout_s: Seconds | None = None
+    # The training interpreter verl runs with (a path or a name on PATH), where the command
+    # runs; --python and $WORKBOOK_PYTHON win over it (workbook.interpreter.choose).
+    python: str | None = Field(default=None, min_length=1)
 
     model_path: str
     critic_model_path: str | None = None

@@ -148,6 +148,14 @@ def kuberay_settings(s: Scenario) -> Problems:
     if k.submitter_pod.as_k8s() and k.submission_mode != "K8sJobMode":
         p.append(("kuberay.submitter_pod", f"only K8sJobMode has a submitter pod (this is "
                   f"{k.submission_mode})"))
+    if s.launcher == "kuberay" and s.verl.path and s.verl.path.startswith("/"):
+        # every worker imports the checkout from its path (first on the job's PYTHONPATH), as
+        # verl's own multinode job keeps its checkout in the cache volume all its pods mount
+        mounts = [m.mount_path.rstrip("/") for m in k.pod.volume_mounts]
+        if not any(s.verl.path == m or s.verl.path.startswith(m + "/") for m in mounts):
+            p.append(("verl.path", f"{cut(s.verl.path, 200)} is on no volume every pod mounts "
+                      "(kuberay.pod.volumeMounts): the workers could not import the checkout; put "
+                      "it on the shared cache volume"))
     for section, volumes in (("pod", k.pod.volumes), ("worker_pod", k.pod.volumes + k.worker_pod.volumes),
                              ("submitter_pod", k.submitter_pod.volumes)):
         pod = getattr(k, section)

@@ -1,16 +1,18 @@
 """Compose verl's own Hydra config with a scenario's overrides, before anything launches.
 
 A typo in a Hydra key otherwise costs a whole launch (on NPUs, a night): verl only composes
-its config after the job has started. This module is the one that imports Hydra/OmegaConf.
+its config after the job has started. This module is the one that imports Hydra/OmegaConf: the
+workbook's own (a dependency of its own), whatever the training environment has.
 """
 
 from __future__ import annotations
 
 import difflib
-import importlib.util
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from workbook import interpreter
 
 VERL_CONFIG_NAME = "ppo_trainer"
 
@@ -20,17 +22,24 @@ def checkout_config_dir(checkout: str | Path) -> Path:
     return Path(checkout) / "verl" / "trainer" / "config"
 
 
-def verl_config_dir(checkout: str | Path | None = None) -> Path | None:
-    """verl's ``trainer/config`` folder: the checkout's when given, else the installed verl's;
-    None when there is none."""
+def verl_config_dir(checkout: str | Path | None = None, verl_dir: str | Path | None = None
+                    ) -> Path | None:
+    """verl's ``trainer/config`` folder: the checkout's when given, else that of the verl
+    package folder ``verl_dir`` (the training interpreter's, as it answered); None when there is
+    none. Only the YAML files are read: verl itself is never imported here."""
     if checkout is not None:
         path = checkout_config_dir(checkout)
         return path if (path / f"{VERL_CONFIG_NAME}.yaml").is_file() else None
-    spec = importlib.util.find_spec("verl")
-    if spec is None or not spec.submodule_search_locations:
+    if verl_dir is None:
         return None
-    path = Path(next(iter(spec.submodule_search_locations))) / "trainer" / "config"
+    path = Path(verl_dir) / "trainer" / "config"
     return path if (path / f"{VERL_CONFIG_NAME}.yaml").exists() else None
+
+
+def installed_config_dir(python: str) -> Path | None:
+    """The trainer config of the verl that ``python`` (a training interpreter) imports: it is
+    asked where that verl is (InputError when it cannot answer)."""
+    return verl_config_dir(verl_dir=interpreter.ask(python).verl_dir)
 
 
 def _compose(config_dir: Path, overrides: tuple[str, ...]) -> Any:
@@ -83,15 +92,16 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def check_overrides(overrides: list[str], checkout: str | Path | None = None
-                    ) -> list[tuple[str, str]]:
+def check_overrides(overrides: list[str], checkout: str | Path | None = None,
+                    verl_dir: str | Path | None = None) -> list[tuple[str, str]]:
     """Problems verl's Hydra config has with ``overrides``, one per offending override.
 
-    The config is the ``checkout``'s (a verl repository root) when given, else the installed
-    verl's. Returns an empty list when there is no config to compose (verl not installed; a
-    missing checkout is the caller's problem to report): the caller decides.
+    The config is the ``checkout``'s (a verl repository root) when given, else the one in the
+    verl package folder ``verl_dir``, composed with the workbook's own hydra-core. Returns an
+    empty list when there is no config to compose (no verl; a missing checkout is the caller's
+    problem to report): the caller decides.
     """
-    config_dir = verl_config_dir(checkout)
+    config_dir = verl_config_dir(checkout, verl_dir)
     if config_dir is None:
         return []
     groups = tuple(o for o in overrides if _is_group_choice(o, config_dir))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbook import provenance
+from workbook import interpreter, provenance
 from workbook.command import as_json, as_shell, build_plan
 from workbook.command.builder import ROLLOUTS_DIR
 from workbook.command.plan import Plan
@@ -57,9 +57,10 @@ def settings_to_sets(settings: dict[str, Any] | None) -> list[str]:
 
 
 def python_for(s: Scenario) -> str:
-    """The CPU profile runs in this very environment; accelerator images (and every KubeRay
-    pod) bring their own."""
-    return sys.executable if s.profile == "cpu" and s.launcher != "kuberay" else "python3"
+    """The training interpreter: ``--python``/``$WORKBOOK_PYTHON``, else the scenario's
+    ``python:``, else the profile's (``cpu``: this very environment; accelerator images and
+    every KubeRay pod bring their own ``python3``)."""
+    return interpreter.choose(s.profile, s.launcher, s.python)
 
 
 def plugin_dir() -> Path:
@@ -86,11 +87,13 @@ def ensure_profile_ready(scenario_file: Path, sets: Iterable[str]) -> None:
 
     data, _ = resolve(scenario_file, sets)
     if data.get("profile") == "cpu":
-        from workbook.profiles.cpu.assets import ensure_assets
+        from workbook.profiles.cpu.assets import ensure_assets_with
         from workbook.profiles.cpu.pythonpath import prepare_plugin_path
 
-        ensure_assets()
-        prepare_plugin_path(plugin_dir())
+        python = interpreter.choose("cpu", str(data.get("launcher") or "local"),
+                                    data.get("python") if isinstance(data.get("python"), str) else None)
+        ensure_assets_with(python)  # built by the training environment (torch is its)
+        prepare_plugin_path(plugin_dir(), python=python)
 
 
 def prepare(
@@ -149,7 +152,7 @@ def prepare(
     else:
         write_redacted(rd.file("command_json"), as_json(plan))
         write_redacted(rd.file("command_sh"), "#!/bin/sh\n" + as_shell(plan))
-        facts = provenance.collect(verl_path=s.verl.path)
+        facts = provenance.collect(verl_path=s.verl.path, python=python_for(s))
     rd.update_run(**{
         "run_id": rd.run_id,
         "scenario": s.name,

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
+from workbook import interpreter
 from workbook.core.layout import now_iso
 from workbook.errors import InputError, LaunchError
 from workbook.launch import ray_client
@@ -51,18 +51,20 @@ class _NodeArgs(TypedDict):
     cpus: int
     devices: int
     device_resource: str
+    python: str | None
 
 
-def _ray_env(tag: str) -> dict[str, str]:
+def _ray_env(tag: str, python: str | None = None) -> dict[str, str]:
     """Environment of the ``ray start`` processes (inherited by every job they run), with the
     cluster's process tag.
 
-    The venv's bin dir goes first on PATH so a job's ``python3`` is this venv's; token auth
-    is on unless the caller chose ``RAY_AUTH_MODE`` explicitly, as Ray does for local clusters.
+    The training interpreter's bin dir (``python``'s, else this one's) goes first on PATH so a
+    job's ``python3`` is that environment's; token auth is on unless the caller chose
+    ``RAY_AUTH_MODE`` explicitly, as Ray does for local clusters.
     """
     env = tagged_env(tag)
     env.pop("RAY_ADDRESS", None)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PATH"] = os.pathsep.join([str(ray_executable(python).parent), env.get("PATH", "")])
     env.setdefault("RAY_AUTH_MODE", "token")
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     # A raylet waits this long for its dashboard agent's port file (15-30 s by default), which a
@@ -71,13 +73,12 @@ def _ray_env(tag: str) -> dict[str, str]:
     return env
 
 
-def _ensure_token(env: dict[str, str]) -> None:
+def _ensure_token(env: dict[str, str], python: str | None = None) -> None:
     """Create Ray's default token file when auth is on and no token exists (as ``ray.init`` does)."""
     if env.get("RAY_AUTH_MODE", "").lower() != "token" or ray_client.auth_token(env):
         return
-    _run(
-        [str(ray_executable()), "get-auth-token", "--generate"], env, what="create a Ray auth token"
-    )
+    _run([str(ray_executable(python)), "get-auth-token", "--generate"], env,
+         what="create a Ray auth token")
 
 
 def _run(argv: list[str], env: dict[str, str], *, what: str) -> str:
@@ -147,14 +148,17 @@ def up(
     device_resource: str = "GPU",
     state_file: Path | None = None,
     tag: str | None = None,
+    python: str | None = None,
 ) -> ClusterState:
     """Start a head and ``nodes - 1`` more nodes; return the state (the running one if already up).
 
     ``cpus_per_node`` are logical CPUs (scheduling slots for verl's many small actors, not
     cores); ``device_resource`` "GPU" gives ``--num-gpus``, anything else (``NPU``) a custom
     resource of that name. ``tag`` is the tag its processes carry (a run's own cluster carries
-    the run's), else a new one.
+    the run's), else a new one. The nodes are the Ray of the training interpreter ``python``
+    (default ``$WORKBOOK_PYTHON``, else this one): they run verl's workers.
     """
+    python = python or interpreter.from_env()
     if nodes < 1 or cpus_per_node < 1 or devices_per_node < 0:
         raise InputError("a cluster needs nodes >= 1, cpus_per_node >= 1, devices_per_node >= 0")
     state_file = Path(state_file or default_state_file())
@@ -166,8 +170,8 @@ def up(
     temp_dir = temp_dir_for(state_file)
     temp_dir.mkdir(parents=True, exist_ok=True)
     tag = tag or new_tag()
-    env = _ray_env(tag)
-    _ensure_token(env)
+    env = _ray_env(tag, python)
+    _ensure_token(env, python)
     taken: set[int] = set()
     head_ports = node_ports(True, taken)
     state = ClusterState(
@@ -189,6 +193,7 @@ def up(
             "cpus": cpus_per_node,
             "devices": devices_per_node,
             "device_resource": device_resource,
+            "python": python,
         }
         starter = _Starter(state, state_file, taken, env, common)
         starter.head()

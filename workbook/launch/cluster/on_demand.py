@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from workbook import interpreter
 from workbook.core.layout import CLUSTER_FILE
 from workbook.launch.cluster import probe
 from workbook.launch.cluster.lifecycle import down, up
@@ -58,7 +59,10 @@ def device_resource(profile: str) -> str:
 def shape_of(scenario: Any) -> dict[str, Any]:
     """What a scenario's local cluster looks like: nodes, logical devices and their resource."""
     return {"nodes": int(scenario.ray.local_nodes), "devices_per_node": scenario.devices_per_node,
-            "device_resource": device_resource(scenario.profile)}
+            "device_resource": device_resource(scenario.profile),
+            # its nodes run verl's workers: the training interpreter's Ray
+            "python": interpreter.choose(scenario.profile, scenario.launcher,
+                                         getattr(scenario, "python", None))}
 
 
 def matches(state: ClusterState, shape: dict[str, Any]) -> bool:

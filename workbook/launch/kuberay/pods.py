@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from workbook import interpreter
 from workbook.command import build_plan
 from workbook.command.plan import Plan
 from workbook.launch.kuberay.manifest import POD_HOME
@@ -34,6 +35,6 @@ def pod_plan(scenario: Scenario, run_id: str) -> Plan:
     """The exact command the pods run, into their own run folder: it joins the Ray cluster
     KubeRay made (never sizes one of its own)."""
     plugin = str(POD_RUNS / "pythonpath") if scenario.profile == "cpu" else None
-    return build_plan(
-        scenario, POD_RUNS / scenario.name / run_id, on_existing_cluster=True, plugin_path=plugin
-    )
+    python = interpreter.choose(scenario.profile, "kuberay", scenario.python)  # the pods' own
+    return build_plan(scenario, POD_RUNS / scenario.name / run_id, python=python,
+                      on_existing_cluster=True, plugin_path=plugin)

