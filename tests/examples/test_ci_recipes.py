@@ -309,9 +309,9 @@ def test_every_job_seeds_its_runs_root_from_the_site_branch_before_it_runs(name:
     site = _step_index(steps, lambda s: s.get("with", {}).get("ref") == "${{ env.SITE_BRANCH }}")
     assert steps[site]["continue-on-error"] is True  # no branch before the first night
     seeding = _step_index(steps, lambda s: any(
-        (a or [""])[0] == "seed" for a in map(workbook_argv, _script_lines(s.get("run", "")))))
+        (a or [""])[0] == "seed" for a in map(workbook_argv, script_lines(s.get("run", "")))))
     running = _step_index(steps, lambda s: any(
-        (a or [""])[:2] == ["suite", "run"] for a in map(workbook_argv, _script_lines(s.get("run", "")))))
+        (a or [""])[:2] == ["suite", "run"] for a in map(workbook_argv, script_lines(s.get("run", "")))))
     assert site < seeding < running
     assert steps[seeding]["if"] == f"steps.{steps[site]['id']}.outcome == 'success'"
     assert workflow["env"]["SITE_BRANCH"] == "${{ vars.WORKBOOK_SITE_BRANCH || 'gh-pages' }}"
@@ -321,7 +321,7 @@ def test_the_store_merges_tonights_sites_into_the_branch_and_pushes_only_over_wh
     store = _load(NIGHTLY)["jobs"]["store"]
     assert store["permissions"] == {"contents": "write"} and "concurrency" not in store
     script = next(s["run"] for s in store["steps"] if "git push" in s.get("run", ""))
-    (argv,) = [a for a in map(workbook_argv, _script_lines(script)) if a]
+    (argv,) = [a for a in map(workbook_argv, script_lines(script)) if a]
     assert argv[0] == "publish" and "--keep-nights" in argv
     assert '--force-with-lease="refs/heads/$SITE_BRANCH:$base"' in script
     assert "for attempt in" in script and "git clean -f -d -x" in script
@@ -382,7 +382,7 @@ def _install_lines(path: Path) -> list[str]:
     else:
         blocks = list(_run_blocks(_load(path)))
     found = []
-    for line in (line for block in blocks for line in _script_lines(block)):
+    for line in (line for block in blocks for line in script_lines(block)):
         words = [w.strip("'\"") for w in line.split("#", 1)[0].split()]
         if "install" in words and "pip" in " ".join(words[:words.index("install")]):
             targets = words[words.index("install") + 1:]
