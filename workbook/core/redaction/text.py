@@ -24,9 +24,9 @@ import re
 from typing import Literal
 
 REDACTED = "[REDACTED]"
-# Values that tell nothing under any name: flags, nulls, and a CI token's permission
-# (``id-token: write`` in a GitHub workflow).
-HARMLESS_VALUES = frozenset({"none", "null", "true", "false", "read", "write"})
+# Values that tell nothing under any name: flags, nulls, a CI token's permission
+# (``id-token: write`` in a GitHub workflow) and a usage line's placeholder (``-s KEY=VALUE``).
+HARMLESS_VALUES = frozenset({"none", "null", "true", "false", "read", "write", "value"})
 
 # ---- names ------------------------------------------------------------------------------
 
