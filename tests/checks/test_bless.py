@@ -222,3 +222,23 @@ def test_what_differs_among_the_blessed_runs_is_recorded_run_by_run(
         {"kind": "commit", "name": "verl",
          "values": dict(zip(ids, ["abc123", "abc124", "abc123"], strict=True))}]
     assert (prov["cann_version"], prov["verl_commit"]) == ("8.3.RC1", "abc123")  # the first run's
+
+
+@pytest.mark.parametrize("form", ["json", "yaml"])
+def test_a_blessed_baseline_holds_no_secret_of_its_runs_env_or_overrides(
+        tmp_path: Path, form: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.history.nights import scaled_night, scenario_in
+    from workbook.cli import main
+
+    scenario = scenario_in(tmp_path)
+    env = {"DB_PASSWORD": "BlessPw9q", "NOTE": "mysql -pBlessPw8r db", "HF_HOME": "/cache/hf"}
+    runs = [scaled_night(tmp_path / "runs", scenario, day, factor=f, env=env,
+                         overrides=["+trainer.wandb_key=BlessKey7s"])
+            for day, f in ((1, 1.0), (2, 1.01), (3, 0.99))]
+    out = tmp_path / f"b.cpu.{form}"
+
+    assert main(["bless", *map(str, runs), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "Bless" not in text and "Bless" not in capsys.readouterr().out
+    assert "/cache/hf" in text  # what is no secret stays
+    assert load_baseline(out).metrics  # and the file still loads

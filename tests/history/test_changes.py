@@ -120,3 +120,24 @@ def test_a_night_recorded_before_tuning_and_env_were_shows_only_what_it_recorded
 
     assert [(c.kind, c.name, c.old, c.new) for c in changes_since(old, new)] == [
         ("tuning", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "8", "2")]
+
+
+# A secret variable's row names the change and hides both sides; any other value loses what
+# has a credential's shape (the rows reach the index, the report and the review page).
+SECRET_ROWS = [
+    ({"DB_PASSWORD": "LedgerPw1x"}, {"DB_PASSWORD": "LedgerPw3x"},
+     ("env DB_PASSWORD", "[REDACTED]", "[REDACTED]")),
+    ({}, {"WANDB_API_KEY": "LedgerKey9z"}, ("env WANDB_API_KEY", "unset", "[REDACTED]")),
+    ({"HF_TOKEN": "LedgerTok5y"}, {}, ("env HF_TOKEN", "[REDACTED]", "unset")),
+    ({"NOTE": "mysql -pLedgerPw7w db"}, {"NOTE": "sshpass -p LedgerPw8v ssh h"},
+     ("env NOTE", "mysql -p[REDACTED] db", "sshpass -p [REDACTED] ssh h")),
+]
+
+
+@pytest.mark.parametrize("old, new, row", SECRET_ROWS, ids=[r[2][0] for r in SECRET_ROWS])
+def test_both_sides_of_a_changed_secret_are_redacted(old: dict[str, str], new: dict[str, str],
+                                                     row: tuple[str, str, str]) -> None:
+    changes = changes_since(replace(GREEN, env=old), replace(GREEN, env=new))
+
+    assert [(c.name, c.old, c.new) for c in changes] == [row]
+    assert "Ledger" not in " ".join(c.text for c in changes)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from workbook.metrics.lines import LineSplitter
 from workbook.metrics.live import ChunkReader, LiveReader
 
 STEPS = 8
@@ -185,3 +186,41 @@ def test_live_reader_keeps_pprinted_validation_dicts() -> None:
     reader = ChunkReader()
     reader.feed_line("(TaskRunner pid=1) \"Initial validation metrics: {'val-core/acc/mean@1': 0.25}\"")
     assert reader.metrics.validation == {"initial": {"val-core/acc/mean@1": 0.25}}
+
+
+@pytest.mark.parametrize("chunks", [
+    [b"step:1 - a:1\n" + b"x" * 3000 + b"\nstep:2 - a:2\n"],  # the long line inside one chunk
+    [b"step:1 - a:1\n", b"x" * 700, b"x" * 700, b"x" * 700, b"\nstep:2 - a:2\n"],  # across
+    [b"step:1 - a:1\n", b"x" * 2000, b"y" * 5000, b"zz\nstep:2 - a:2\n"],  # skipped across
+])
+def test_a_line_over_the_limit_is_skipped_and_counted_never_held(chunks: list[bytes]) -> None:
+    splitter = LineSplitter(max_line=1024)
+    lines = [line for chunk in chunks for line in splitter.feed(chunk)] + splitter.finish()
+    long_ones = [line for line in lines if len(line) > 1024]
+    assert [line for line in lines if line.startswith("step:")] == ["step:1 - a:1", "step:2 - a:2"]
+    assert splitter.skipped == (0 if long_ones else 1)
+    assert len(splitter.pending) <= 1024
+
+
+def test_a_log_with_a_huge_line_costs_a_line_limit_of_memory_not_the_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import tracemalloc
+
+    from workbook.metrics.lines import MAX_LINE_BYTES, iter_lines
+
+    log = tmp_path / "run.log"
+    with log.open("wb") as out:
+        out.write(b"step:1 - actor/pg_loss:0.1\n")
+        for _ in range(3 * MAX_LINE_BYTES // (1 << 20)):
+            out.write(b"x" * (1 << 20))
+        out.write(b"\nstep:2 - actor/pg_loss:0.2\n")
+    tracemalloc.start()
+    try:
+        lines = list(iter_lines(log))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert lines == ["step:1 - actor/pg_loss:0.1", "step:2 - actor/pg_loss:0.2"]
+    assert peak < 2 * MAX_LINE_BYTES  # not 3x the line, several times over, as before
+    assert "1 line(s) longer than 8 MiB skipped" in capsys.readouterr().err

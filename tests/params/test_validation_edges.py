@@ -315,3 +315,41 @@ def test_any_yaml_text_loads_or_is_an_input_error(text: str) -> None:
         load_yaml_text(text, "fuzz.yaml")
     except InputError as exc:
         assert exc.message.startswith("fuzz.yaml: ") and len(exc.message) < 1000
+
+
+GSPO = Path(__file__).resolve().parents[2] / "params" / "gspo-tiny-1n1cpu-fsdp2-vllm.yaml"
+# Hydra's delete override: a leading ~ is never a home directory.
+DELETES = [
+    ("~trainer.val_before_train", 0, "is valid"),
+    ("~trainer.val_before_train=False", 0, "is valid"),
+    ("~nonexist.key", 2, "verl has no config key 'nonexist.key'"),
+]
+
+
+@pytest.mark.parametrize("item, code, words", DELETES, ids=[c[0] for c in DELETES])
+def test_a_hydra_delete_override_is_composed_not_read_as_a_home(
+        capsys: pytest.CaptureFixture[str], item: str, code: int, words: str) -> None:
+    assert main(["validate", str(GSPO), "--where", "runner", "-s", f"overrides+={item}"]) == code
+    out = capsys.readouterr()
+    assert words in out.out + out.err and "internal error" not in out.err
+
+
+def test_hundreds_of_unknown_overrides_compose_verls_config_a_few_times_and_list_a_few(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from workbook.params import verl_config
+
+    composed: list[int] = []
+    real = verl_config._compose
+
+    def counted(config_dir: Path, overrides: tuple[str, ...]) -> object:
+        composed.append(len(overrides))
+        return real(config_dir, overrides)
+
+    monkeypatch.setattr(verl_config, "_compose", counted)
+    sets = [a for i in range(300) for a in ("-s", f"overrides+=nosuch{i}.key=1")]
+    code = main(["validate", str(GSPO), "--where", "runner", *sets])
+    err = capsys.readouterr().err
+
+    assert_refused(code, err, "nosuch0.key", "nosuch9.key", "290 more override(s)")
+    assert "nosuch10.key" not in err
+    assert len(composed) <= verl_config.MAX_COMPOSED + 3

@@ -31,6 +31,17 @@ KINDS = ["wandb", "db", "pg", "curl", "bearer", "access", "urlpw", "metric", "no
 # Assembled at run time: no secret-looking literal in the source. Heads and tails are unique.
 SECRETS = {kind: f"q{i:02d}{kind}Planted{i * 7919:06d}" for i, kind in enumerate(KINDS, 1)}
 SECRETS["hf"] = "hf" + "_" + "".join(chr(ord("a") + (i * 7) % 26) for i in range(17)) + "QwErTyUiOpAsDfGhJk"
+# Shapes only a client's flag or a provider's format gives away (issue 25's probe), each planted
+# in a different file below.
+_ALNUM = "aB3dE5gH7jK9mN2pQ4sT6vW8yZ"
+SECRETS |= {
+    "mysql": "mysqlGlued-Pw4417",  # mysql -pPW
+    "sshpass": "sshpassApart-Pw4423",  # sshpass -p PW, in the log and in an argv
+    "wandbkey": "wandbFlag-Key4441",  # --wandb-key VALUE
+    "stripe": "sk" + "_live_" + (_ALNUM * 2)[:24],
+    "aiza": "AI" + "za" + (_ALNUM * 2)[:34],  # 38 characters
+    "sendgrid": "SG" + "." + (_ALNUM * 2)[:22] + "." + (_ALNUM * 2)[3:46],
+}
 
 
 def _leaks(text: str) -> list[str]:
@@ -54,6 +65,9 @@ def _log() -> str:
         "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: "
         f"https://hub.example.com/api?access_token={s['access']}&password={s['urlpw']} "
         f"with WANDB_API_KEY={s['wandb']} DB_PASSWORD={s['db']}\n"
+        f"(TaskRunner pid=7) mysql -h db -u root -p{s['mysql']} -e 'select 1'\n"
+        f"(TaskRunner pid=7) sshpass -p {s['sshpass']} scp ckpt host:/ckpt\n"
+        f"(TaskRunner pid=7) python3 upload.py --wandb-key {s['wandbkey']}\n"
     )
 
 
@@ -61,7 +75,8 @@ def _metrics() -> str:
     lines = []
     for step, loss in ((1, 0.011), (2, 0.010)):
         data = {"actor/pg_loss": loss, "actor/entropy": 5.9 - step / 10, "timing_s/step": 4.2,
-                "trainer/api_key": SECRETS["metric"], "note": f"uploaded with {SECRETS['hf']}"}
+                "trainer/api_key": SECRETS["metric"], "note": f"uploaded with {SECRETS['hf']}",
+                "billing": f"charged with {SECRETS['stripe']}"}
         lines.append(json.dumps({"step": step, "data": data}) + "\n")
     return "".join(lines)
 
@@ -77,18 +92,20 @@ def _plant(root: Path) -> Path:
         "run_id": RUN_ID, "scenario": SCENARIO, "status": "failed", "exit_code": 1,
         "started_at": "2026-11-29T18:00:00Z", "ended_at": "2026-11-29T18:02:01Z",
         "wall_time_s": 121.0, "launcher": "local", "expected_steps": 4,
-        "message": f"failed with WANDB_API_KEY={s['message']}",
+        "message": f"failed with WANDB_API_KEY={s['message']} (maps key {s['aiza']})",
         "notebook_parameters": {"run_dir": str(run), "hf_token": s["hf"]},
         "diagnosis": {"status": "failed", "summary": f"Authorization: Bearer {s['bearer']}",
                       "evidence": [f"Authorization: Bearer {s['bearer']}"], "last_step": 2},
     }, indent=2))  # fmt: skip
     (run / "command.json").write_text(json.dumps({
-        "argv": ["python3", "-m", "verl.trainer.main_ppo", "--api-key", s["argv"]],
+        "argv": ["sshpass", "-p", s["sshpass"], "python3", "-m", "verl.trainer.main_ppo",
+                 "--api-key", s["argv"], "--wandb-key", s["wandbkey"]],
         "env": {"HF_TOKEN": s["env"], "WANDB_MODE": "disabled"},
     }, indent=2))  # fmt: skip
     (run / "command.sh").write_text(f"#!/bin/sh\nHF_TOKEN={s['env']} python3 -m verl\n")
     (run / "params.resolved.yaml").write_text(
         f"name: {SCENARIO}\ntotal_training_steps: 4\nenv:\n  DB_PASSWORD: {s['param']}\n"
+        f"  MAIL_NOTE: sent with {s['sendgrid']}\n"
     )
     return run
 

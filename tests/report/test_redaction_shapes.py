@@ -36,6 +36,19 @@ SHAPED = {
     "openai legacy": "sk" + "-" + _chars(20) + "T3Blbk" + "FJ" + _chars(20),
     "anthropic": "sk" + "-ant-api03-" + _chars(40),
     "jwt": "ey" + "JhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0." + _chars(43),
+    "stripe live": "sk" + "_live_" + _chars(24),
+    "stripe restricted": "rk" + "_live_" + _chars(24),
+    "google api key, 38 characters": "AI" + "za" + _chars(34),
+    "sendgrid": "SG" + "." + _chars(22) + "." + _chars(43),
+    "square": "sq0" + "csp-" + _chars(43),
+    "pypi": "py" + "pi-AgEIcHlwaS5vcmc" + _chars(70),
+    "npm": "np" + "m_" + _chars(36),
+    "mailchimp": _chars(32, "0123456789abcdef") + "-u" + "s12",
+    "twilio account": "AC" + _chars(32, "0123456789abcdef"),
+    "twilio key": "SK" + _chars(32, "0123456789abcdef"),
+    "discord": "M" + _chars(23) + "." + _chars(6) + "." + _chars(27),
+    "telegram": "1234" + "56789:" + _chars(35),
+    "artifactory": "AK" + "C" + _chars(20),
 }
 # Plain values that only their place gives away.
 PLACED = {
@@ -55,6 +68,17 @@ PLACED = {
     "NAME: value": ("WANDB_API_KEY: {}", "yamlKey-7373"),
     '"name": "value"': ('{{"client_secret": "{}"}}', "jsonSecret-7474"),
     "hydra override": ("+data.hub_token={}", "hydraTok-7575"),
+    "mysql -pPW": ("mysql -h db -u root -p{} mydb", "glued-8181"),
+    "mysql -p'PW'": ("mysqldump -p'{}' mydb", "quoted-8282"),
+    "sshpass -p PW": ("sshpass -p {} ssh -p 22 host", "apart-8383"),
+    "sshpass -pPW": ("sshpass -p{} rsync a host:b", "glued-8484"),
+    "redis-cli -a PW": ("redis-cli -h cache -a {} ping", "redis-8585"),
+    "mongosh -p PW": ("mongosh -u bob -p {} db", "mongo-8686"),
+    "--wandb-key": ("python3 train.py --wandb-key {} --steps 4", "wandbKey-9191"),
+    "--hub-token": ("python3 push.py --hub-token {}", "hubTok-9292"),
+    "--db-password": ("python3 load.py --db-password {}", "dbPw-9393"),
+    "--client-secret": ("python3 auth.py --client-secret {}", "clSecret-9494"),
+    "--ssh-key=": ("python3 sync.py --deploy-key={}", "dplKey-9595"),
 }
 PRIVATE_KEY = (
     "-----BEGIN RSA PRIVATE KEY-----\n"
@@ -221,6 +245,10 @@ LOOK_ALIKES = [
     "ssh://git@github.com:22/volcengine/verl.git",
     "email someone@example.com about AgentLoopWorker and ASIAN food",
     "the bearer of bad news",
+    "mysql -p mydb -e 'select 1'",  # -p alone asks for the password; mydb is the database
+    "ssh -p 22 host && docker run -p 3306:3306 mysql",
+    "python3 prep.py --prompt-key question --reward_fn_key data_source --public-key id.pub",
+    "mysql -h db -P 3306 -u root --protocol=tcp",
 ]
 
 
@@ -230,3 +258,70 @@ def test_harmless_look_alikes_survive(text):
     assert redact_mapping({"note": text, "items": [text]}) == {"note": text, "items": [text]}
     redactor = LineRedactor()
     assert redactor.line(text + "\n") == text + "\n"
+
+
+def test_a_client_password_flag_goes_from_an_argv_and_only_the_first():
+    argv = ["sshpass", "-p", "apart-8383", "ssh", "-p", "22", "host"]
+    assert redact_mapping(argv) == ["sshpass", "-p", REDACTED, "ssh", "-p", "22", "host"]
+    assert redact_mapping(["/usr/bin/mysql", "-pglued-8181", "db"]) == [
+        "/usr/bin/mysql", f"-p{REDACTED}", "db"]
+    assert redact_mapping(["mysql", "-p", "db"]) == ["mysql", "-p", "db"]
+    assert redact_mapping(["redis-cli", "-a", "redis-8585"]) == ["redis-cli", "-a", REDACTED]
+    assert redact_mapping(["x", "--wandb-key", "wandbKey-9191"]) == ["x", "--wandb-key", REDACTED]
+
+
+# Every detect-secrets plugin: a line it flags, with the secret in it, that redaction must empty;
+# or why the guard has no shape of its own for it.
+PLUGIN_LINES = {
+    "ArtifactoryDetector": ('artifactory_token: "{}"', SHAPED["artifactory"]),
+    "AWSKeyDetector": ("aws {}", SHAPED["aws key id"]),
+    "AzureStorageKeyDetector": ("DefaultEndpointsProtocol=https;AccountKey={}", _chars(86) + "=="),
+    "BasicAuthDetector": ("https://bob:{}@db.example.com/x", "basicPw-1212"),
+    "CloudantDetector": ("cloudant_password = '{}'", _chars(64, "0123456789abcdef")),
+    "DiscordBotTokenDetector": ("discord {}", SHAPED["discord"]),
+    "GitHubTokenDetector": ("push with {}", SHAPED["github classic"]),
+    "GitLabTokenDetector": ("push with {}", SHAPED["gitlab"]),
+    "IbmCloudIamDetector": ("ibm_cloud_iam_key = {}", _chars(44)),
+    "IbmCosHmacDetector": ("secret_access_key = {}", _chars(48, "0123456789abcdef")),
+    "JwtTokenDetector": ("token {}", SHAPED["jwt"]),
+    "MailchimpDetector": ("mailchimp {}", SHAPED["mailchimp"]),
+    "NpmDetector": ("//registry.npmjs.org/:_authToken={}", SHAPED["npm"]),
+    "OpenAIDetector": ("openai {}", SHAPED["openai legacy"]),
+    "PypiTokenDetector": ("twine upload -p {}", SHAPED["pypi"]),
+    "SendGridDetector": ("sendgrid {}", SHAPED["sendgrid"]),
+    "SlackDetector": ("slack {}", SHAPED["slack"]),
+    "SoftlayerDetector": ("softlayer_api_key = {}", _chars(64, "0123456789abcdefghij")),
+    "SquareOAuthDetector": ("square {}", SHAPED["square"]),
+    "StripeDetector": ("stripe {}", SHAPED["stripe live"]),
+    "TelegramBotTokenDetector": ("telegram {}", SHAPED["telegram"]),
+    "TwilioKeyDetector": ("twilio {}", SHAPED["twilio key"]),
+    "KeywordDetector": ('db_password = "{}"', "kwPass-1313"),
+    "PrivateKeyDetector": ("{}", PRIVATE_KEY),
+}
+NO_SHAPE = {
+    "Base64HighEntropyString": "entropy, not a shape: it would take every hash and commit id",
+    "HexHighEntropyString": "entropy, not a shape: it would take every hash and commit id",
+    "IPPublicDetector": "an address, not a credential: logs name their hosts",
+}
+
+
+def test_every_detect_secrets_plugin_has_a_line_here_or_a_reason():
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    plugins = {cls.__name__ for cls in get_mapping_from_secret_type_to_class().values()}
+    assert plugins == set(PLUGIN_LINES) | set(NO_SHAPE)
+
+
+@pytest.mark.parametrize("plugin", PLUGIN_LINES)
+def test_a_line_any_detect_secrets_plugin_flags_loses_its_secret(plugin):
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    template, secret = PLUGIN_LINES[plugin]
+    line = template.format(secret)
+    (detector,) = [c() for c in get_mapping_from_secret_type_to_class().values()
+                   if c.__name__ == plugin]
+    assert any(detector.analyze_line(filename="x", line=part, line_number=1)
+               for part in line.splitlines()), "the plugin itself flags the line"
+    for out in (redact_text(line), json.dumps(redact_mapping({"note": line})),
+                "".join(map(LineRedactor().line, line.splitlines(keepends=True)))):
+        assert not _leaks(out, secret), out

@@ -60,6 +60,7 @@ from workbook.checks.baseline_rules import (
     value_problems,
 )
 from workbook.core.layout import write_atomic
+from workbook.core.redaction import redact_mapping
 from workbook.core.serialization import dump_yaml, load_yaml_text
 from workbook.errors import BaselineError, InputError
 
@@ -167,6 +168,9 @@ class Baseline:
         problems += document_problems(data) + provenance_problems(data)
         if problems:
             raise refuse(f"refusing to write baseline {path}", problems)
+        # a baseline is committed: its runs' env values and settings are redacted like every
+        # file that leaves a run (the metrics are numbers under the names the checks use)
+        data = {k: v if k == "metrics" else redact_mapping(v) for k, v in data.items()}
         if path.suffix in (".yaml", ".yml"):
             text = dump_yaml(data)
         else:

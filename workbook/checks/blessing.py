@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import statistics
 from importlib import metadata
 from pathlib import Path
@@ -38,6 +39,7 @@ from workbook.checks.spec import CheckSpec, MetricPolicy, parse_checks
 from workbook.core.layout import RUN_FILES, read_json_object
 from workbook.errors import BaselineError, ParamsError
 from workbook.metrics.model import RunMetrics
+from workbook.params.schema import NAME_PATTERN
 from workbook.params.settings import differences, environment_of, tuning_of
 from workbook.provenance import describe, image_of, versions_of
 
@@ -50,10 +52,14 @@ def bless(run_dirs: list[Path], out: Path | None = None, *, spec: CheckSpec | No
     else ``params/baselines/<scenario>.<hardware>.json``) and return it.
 
     Raises:
-        BaselineError: fewer than ``MIN_RUNS`` runs, the same run twice, a run that is not
+        BaselineError: a ``hardware`` or ``scenario`` that is no plain name, fewer than
+            ``MIN_RUNS`` runs, the same run twice, a run that is not
             good, runs that differ in hardware or settings, a window the runs do not cover, or
             values no baseline may hold (nothing is written then).
     """
+    for what, label in (("--hardware", hardware), ("scenario", scenario)):
+        if label is not None:
+            plain_label(label, what)
     dirs = [Path(d) for d in run_dirs]
     if len(dirs) < MIN_RUNS:
         raise BaselineError(f"bless needs at least {MIN_RUNS} good runs to measure their spread "
@@ -93,6 +99,15 @@ def bless(run_dirs: list[Path], out: Path | None = None, *, spec: CheckSpec | No
                                  / f"{scenario}.{hardware}.json")
     baseline.save(out)
     return baseline
+
+
+def plain_label(label: str, what: str) -> str:
+    """``label`` itself when it is a plain name (it becomes part of a file name: a baseline's,
+    a proposal's folder); BaselineError otherwise (``--hardware /../..``)."""
+    if not re.fullmatch(NAME_PATTERN, label):
+        raise BaselineError(f"{what} {label!r} must be a plain name: letters, digits, '.', '_' "
+                            "and '-', starting with a letter or digit, at most 100 characters")
+    return label
 
 
 def _good_run(path: Path) -> Evidence:

@@ -6,7 +6,9 @@ Exit codes: 0 all checks passed, 1 a check failed (regression), 2 bad input or u
 1 is only ever a verdict. An error the workbook explains exits with its own code; once a run
 has started (a handler sets ``args.active_run`` or ``args.started``) even bad input found late is
 a failed run (3). Anything unexpected prints one line, keeps its traceback (in the run
-directory when there is one) and exits 3, or 2 when nothing had started yet.
+directory when there is one) and exits 3, or 2 when nothing had started yet. Everything a
+command prints is redacted (:func:`~workbook.cli.terminal.redacted_output`), but for the product
+a command was asked for (``plan``'s command, ``rayjob``'s manifest, which the user pipes on).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from workbook.cli.terminal import redacted_output
 from workbook.core.layout import ERROR_LOG
+from workbook.core.redaction import redact_text
 from workbook.errors import EXIT_BAD_INPUT, EXIT_RUN_FAILED, WorkbookError
 
 # One module per subcommand family, each with register(subparsers).
@@ -64,18 +68,26 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    raw = getattr(args, "raw_output", None)  # set_defaults(raw_output=lambda args: ...)
+    if raw is not None and raw(args):  # the product itself: plan's command, a manifest
+        return _handle(args)
+    with redacted_output():
+        return _handle(args)
+
+
+def _handle(args: argparse.Namespace) -> int:
     try:
         return int(args.handler(args))
     except WorkbookError as exc:
-        print(f"{type(exc).__name__}: {exc.message}", file=sys.stderr)
+        print(redact_text(f"{type(exc).__name__}: {exc.message}"), file=sys.stderr)
         return max(exc.exit_code, EXIT_RUN_FAILED) if _started(args) else exc.exit_code
     except KeyboardInterrupt:
         print("workbook: interrupted", file=sys.stderr)
         return EXIT_RUN_FAILED if _started(args) else EXIT_BAD_INPUT
     except Exception as exc:  # noqa: BLE001 - the one place a surprise becomes an exit code
         where = _keep_traceback(getattr(args, "active_run", None))
-        print(f"workbook: internal error: {type(exc).__name__}: {exc} (traceback: {where})",
-              file=sys.stderr)
+        print(redact_text(f"workbook: internal error: {type(exc).__name__}: {exc} "
+                          f"(traceback: {where})"), file=sys.stderr)
         return EXIT_RUN_FAILED if _started(args) else EXIT_BAD_INPUT
 
 

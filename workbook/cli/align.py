@@ -11,6 +11,7 @@ or was stopped.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,7 +21,7 @@ from workbook.checks.junit import alignment_suite, write_junit
 from workbook.cli.scenario import launch, validated
 from workbook.cli.terminal import closing_errors, table, verdict_line
 from workbook.cli.terminal import show as print_all
-from workbook.core.layout import ROLLOUTS_DIR, RunDir
+from workbook.core.layout import ROLLOUTS_DIR, RunDir, is_run_dir
 from workbook.core.serialization import load_yaml
 from workbook.errors import EXIT_RUN_FAILED, InputError, WorkbookError
 
@@ -85,6 +86,8 @@ def run_command(args: argparse.Namespace,
             raise InputError("align takes two run directories, RUN_A RUN_B (or --replay-from "
                              f"RUN_A PARAMS); got {len(args.paths)} path(s)")
         run_a, run_b = args.paths
+        if is_run_dir(run_a) and _same_dir(run_a, run_b):
+            raise InputError(f"align judges two runs; {run_a} and {run_b} are one run directory")
     else:
         if len(args.paths) != 1:
             raise InputError("--replay-from RUN_A takes one scenario, PARAMS; got "
@@ -181,3 +184,11 @@ def show(record: Record) -> None:
 
 def _steps(steps: Sequence[int]) -> str:
     return ", ".join(map(str, steps)) or "-"
+
+
+def _same_dir(a: Path, b: Path) -> bool:
+    """Whether two paths name one directory (through a link or another spelling)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False

@@ -12,7 +12,7 @@ from workbook.checks.baseline import (
     load_baseline,
     read_baseline_text,
 )
-from workbook.checks.blessing import bless
+from workbook.checks.blessing import bless, plain_label
 from workbook.checks.spec import CheckSpec, parse_checks
 from workbook.cli.scenario import named_scenario
 from workbook.core.layout import PROPOSAL_FILE, PROPOSAL_PAGE, now_iso, proposal_dir, write_json
@@ -111,6 +111,9 @@ def _scenario_checks(path: Path, out: Path | None) -> tuple[CheckSpec, Path | No
 def run_import(args: argparse.Namespace) -> int:
     """Read the text as ``load_baseline`` reads a .txt baseline (whatever its name), and write
     nothing unless every line was read and the result would load (exit 2 otherwise)."""
+    for what, label in (("--hardware", args.hardware), ("--scenario", args.scenario)):
+        if label is not None:
+            plain_label(label, what)
     text = read_baseline_text(args.text)
     if args.out.exists() and args.out.resolve() == args.text.resolve():
         raise BaselineError(f"--out {args.out} is the text being imported; write the baseline "

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from workbook.core.layout import SWEEP_FILE, default_root, is_run_dir, new_run_id
+    from workbook.core.layout import SWEEP_FILE, RunDir, default_root, is_run_dir, new_run_id
     from workbook.run.notebook import execute_comparison
 
     paths = [p.resolve() for p in args.paths]
@@ -36,6 +36,8 @@ def run_command(args: argparse.Namespace) -> int:
         if missing or len(paths) < 2:
             raise InputError("compare takes two or more run directories, or one sweep "
                              f"directory; not run directories: {', '.join(missing) or '-'}")
+        for path in paths:  # InputError naming a run.json that is no readable object
+            RunDir(path).read_json("run")
         folder = (args.out or default_root() / COMPARISONS_DIR / new_run_id()).resolve()
         page = execute_comparison({"runs": [str(p) for p in paths], "out": str(folder)}, folder)
     print(page)

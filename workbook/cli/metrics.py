@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from workbook.errors import MetricsError
 from workbook.metrics.formats import jsonl_lines, summary_table, write_csv
 from workbook.metrics.loading import load_metrics
 
@@ -37,7 +38,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_metrics(args: argparse.Namespace) -> int:
+    """Print the metrics; exit 2 when the input holds no training step (nothing to print)."""
     run = load_metrics(args.path)
+    if not len(run):
+        raise MetricsError(f"{args.path}: no training step in it (no 'step:N - name:value' line, "
+                           "no file-logger record): no metrics to print")
     out = sys.stdout
     if args.format == "jsonl":
         for line in jsonl_lines(run):

@@ -69,7 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--runs", type=Path, default=None, help="runs root (default $WORKBOOK_RUNS or ./runs)"
     )
-    parser.set_defaults(handler=run_rayjob)
+    # the manifest as kubectl takes it; what --apply prints is redacted
+    parser.set_defaults(handler=run_rayjob, raw_output=lambda args: not args.apply)
 
 
 def run_rayjob(args: argparse.Namespace) -> int:

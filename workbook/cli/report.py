@@ -11,7 +11,7 @@ from pathlib import Path
 from workbook.cli import terminal
 from workbook.core.layout import RUN_FILES, RunDir, default_root, is_run_dir
 from workbook.core.status import ACTIVE, RunStatus
-from workbook.errors import InputError, RunFailed
+from workbook.errors import EXIT_BAD_INPUT, InputError, RunFailed
 from workbook.report.retention import KEEP_NIGHTS
 
 REPORT_EPILOG = """examples:
@@ -152,13 +152,18 @@ def index_command(args: argparse.Namespace) -> int:
 
 
 def publish_command(args: argparse.Namespace) -> int:
-    """Publish; every file refused (a link, not a regular file) is named on stderr."""
+    """Publish; every file refused (a link, not a regular file) is named on stderr, and a
+    publication that copied no file of any run exits 2: the site would list nothing."""
     from workbook.report.publish import publish_site
 
     done = publish_site(args.runs_root, args.dest, keep_nights=args.keep_nights)
     for line in done.skipped:
         print(f"publish: skipped {line}", file=sys.stderr)
     print(done.index)
+    if not done.copied:
+        print(f"publish: no file of any run copied from {args.runs_root}"
+              + (f" ({len(done.skipped)} skipped)" if done.skipped else ""), file=sys.stderr)
+        return EXIT_BAD_INPUT
     return 0
 
 

@@ -76,7 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_scenario_args(p)
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--run-dir", type=Path, default=None, help="run directory the command writes into")
-    p.set_defaults(handler=plan)
+    p.set_defaults(handler=plan, raw_output=lambda args: True)  # the exact command, as it runs
 
     r = sub.add_parser("run", help="run a scenario end to end and render its report",
                        epilog="example: workbook run params/gspo-tiny-1n1cpu-fsdp2-vllm.yaml -s clip_ratio_high=6e-4")

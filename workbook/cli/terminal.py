@@ -5,14 +5,18 @@ a fixed width wide enough that check names and messages are not cut to ``...``. 
 the verdict and statuses are coloured (``improved``, a verdict or a row, cyan beside the pass
 green; ``suspect`` magenta beside the regressed yellow; a word without a style is printed plain, as it is). A CI log is public where the
 repository is, so every cell and reason is redacted on its way out, like every file that leaves
-a run.
+a run; and the CLI runs every command inside :func:`redacted_output`, so whatever else it prints
+(an error line, a warning, a live log) is redacted too.
 """
 
 from __future__ import annotations
 
+import io
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import TextIO
 
 from rich import box
 from rich.console import Console
@@ -20,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from workbook.core.layout import ERROR_LOG
-from workbook.core.redaction import redact_text
+from workbook.core.redaction import LineRedactor, redact_text
 
 CI_WIDTH = 240
 STYLES = {
@@ -77,3 +81,55 @@ def closing_errors(errors: Iterable[str], folder: Path) -> None:
 def _is_tty(stream: object) -> bool:
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
+
+
+class RedactedStream(io.TextIOBase):
+    """A text stream that writes each line to ``raw`` redacted, as a run's files are: what a
+    command prints reaches a CI log, public where the repository is. A partial line waits for
+    its end, or for :meth:`flush` (a live log's chunk), and is then written redacted as it is.
+    """
+
+    def __init__(self, raw: TextIO) -> None:
+        self._raw = raw
+        self._pending = ""
+        self._redactor = LineRedactor()  # a private key's block spans lines
+
+    def write(self, text: str) -> int:
+        data = self._pending + text
+        end = data.rfind("\n") + 1
+        self._pending = data[end:]
+        if end:
+            lines = [line + "\n" for line in data[: end - 1].split("\n")]  # \n only: tqdm's \r
+            self._raw.write("".join(map(self._redactor.line, lines)))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._raw.write(self._redactor.line(self._pending))
+            self._pending = ""
+        self._raw.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return _is_tty(self._raw)
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self._raw, "encoding", "utf-8"))
+
+
+@contextmanager
+def redacted_output() -> Iterator[None]:
+    """Everything printed to stdout and stderr inside, redacted line by line."""
+    out, err = RedactedStream(sys.stdout), RedactedStream(sys.stderr)
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            yield
+    finally:
+        out.flush()
+        err.flush()

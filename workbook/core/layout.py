@@ -162,11 +162,13 @@ class RunDir:
 
     def read_json(self, key: str) -> dict[str, Any]:
         """One of the run's JSON files, {} when it is not there; InputError naming the file
-        when it is there but not a regular file, too large, not JSON or not an object."""
+        when it is there but a link (a run's records are its own), not a regular file, too
+        large, not JSON or not an object."""
         path = self.file(key)
         if not path.exists() and not path.is_symlink():
             return {}
-        text = read_text(path, max_bytes=TREE_MAX_BYTES, what=f"run's {RUN_FILES[key]}")
+        text = read_text(path, max_bytes=TREE_MAX_BYTES, what=f"run's {RUN_FILES[key]}",
+                         links=False)
         try:
             data = json.loads(text)
         except ValueError as exc:

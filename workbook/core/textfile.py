@@ -10,6 +10,7 @@ to a size cap, and must be UTF-8; each refusal is an :class:`InputError` naming 
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -19,15 +20,20 @@ from workbook.errors import InputError
 MAX_BYTES = 1 << 20  # 1 MiB: a scenario or suite file is a few kB
 
 
-def read_bytes(path: Path | str, *, max_bytes: int = MAX_BYTES, what: str = "file") -> bytes:
+def read_bytes(path: Path | str, *, max_bytes: int = MAX_BYTES, what: str = "file",
+               links: bool = True) -> bytes:
     """The bytes of the regular file ``path``, at most ``max_bytes``; InputError naming it when
-    it is missing, not a regular file, unreadable or larger."""
+    it is missing, not a regular file, unreadable or larger (or a link, unless ``links``)."""
     path = Path(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags if links else flags | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
         raise InputError(f"no such {what}: {path}") from None
     except OSError as exc:
+        if not links and exc.errno == errno.ELOOP:
+            raise InputError(f"{path}: the {what} is a link, not read: give the file "
+                             "itself") from None
         raise InputError(f"{path}: cannot read the {what}: {exc.strerror}") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses a folder itself
         os.close(fd)
@@ -43,9 +49,10 @@ def read_bytes(path: Path | str, *, max_bytes: int = MAX_BYTES, what: str = "fil
     return data
 
 
-def read_text(path: Path | str, *, max_bytes: int = MAX_BYTES, what: str = "file") -> str:
+def read_text(path: Path | str, *, max_bytes: int = MAX_BYTES, what: str = "file",
+              links: bool = True) -> str:
     """The UTF-8 text of the regular file ``path``; InputError naming it when that cannot be."""
-    data = read_bytes(path, max_bytes=max_bytes, what=what)
+    data = read_bytes(path, max_bytes=max_bytes, what=what, links=links)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

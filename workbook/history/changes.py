@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbook.core.quoting import value_text
+from workbook.core.redaction import REDACTED, is_secret_name, redact_text
 from workbook.history.ledger import Entry
 from workbook.params.settings import TUNING_FIELDS, changed, tuning_in
 
@@ -49,8 +50,11 @@ class Change:
 
 
 def changes_since(green: Entry, this: Entry) -> list[Change]:
-    """Everything that differs from ``green`` (the last green night) to ``this``, by kind."""
-    return [
+    """Everything that differs from ``green`` (the last green night) to ``this``, by kind.
+
+    Both sides of a row are redacted (:func:`_guarded`): the rows reach the index, the report
+    and the review page."""
+    return [_guarded(c) for c in (
         *_mapping(PACKAGE, green.versions, this.versions, absent=ABSENT),
         *_commits(green.commits, this.commits),
         *_one(IMAGE, "image", _image_text(green.image), _image_text(this.image)),
@@ -61,7 +65,22 @@ def changes_since(green: Entry, this: Entry) -> list[Change]:
         *_settings(green.settings, this.settings),
         *_tuning(green, this),
         *_environment(green.env, this.env),
-    ]
+    )]
+
+
+_PLACEHOLDERS = frozenset({"unset", "not set", "set", "none", UNKNOWN, ABSENT})
+
+
+def _guarded(change: Change) -> Change:
+    """``change`` with a secret's values (``env DB_PASSWORD``) redacted on both sides, and
+    every other value redacted as text (a token-shaped value wherever it is)."""
+    if is_secret_name(change.name.removeprefix("env ")):
+        old, new = (v if v in _PLACEHOLDERS else REDACTED for v in (change.old, change.new))
+    else:
+        old, new = redact_text(change.old), redact_text(change.new)
+    if (old, new) == (change.old, change.new):
+        return change
+    return Change(change.kind, redact_text(change.name), old, new)
 
 
 def environment_changes(before: Entry, after: Entry) -> list[Change]:

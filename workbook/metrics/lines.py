@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import os
 import stat
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from io import BytesIO
@@ -23,6 +24,9 @@ from typing import BinaryIO
 from workbook.errors import MetricsError
 
 CHUNK = 1 << 20
+# A line longer than this is skipped (and counted), never held: a verl step line is kilobytes,
+# and a 100 MB line of a runaway print would otherwise cost several times its size in memory.
+MAX_LINE_BYTES = 8 << 20
 _DECODE: Callable[[bytes | bytearray], str] = methodcaller("decode", "utf-8", "replace")
 
 
@@ -37,24 +41,35 @@ class LineSplitter:
     anyway, and not cutting it off saves a copy of every line).
     """
 
-    def __init__(self, *, keepends: bool = False) -> None:
+    def __init__(self, *, keepends: bool = False, max_line: int = MAX_LINE_BYTES) -> None:
         self.keepends = keepends
+        self.max_line = max_line
+        self.skipped = 0  # lines longer than max_line, dropped unread
+        self._skipping = False  # inside such a line: drop up to its newline
         self._text = ""  # the start of an incomplete line, as text ...
         # ... followed by the bytes that came after it (a bytearray: appending a chunk to a
         # long line without a newline stays linear, where bytes += bytes copies it every time)
         self._raw = bytearray()
 
     def feed(self, chunk: bytes | str) -> list[str]:
+        if self._skipping:
+            end = chunk.find("\n" if isinstance(chunk, str) else b"\n")  # type: ignore[arg-type]
+            if end < 0:
+                return []
+            self._skipping, chunk = False, chunk[end + 1 :]
         if isinstance(chunk, str):
             text = self._take_rest() + chunk
             if "\n" not in text:
-                self._text = text
+                self._text = self._held(text)
                 return []
             lines = text.split("\n")
             self._text = lines.pop()
             return lines
         if b"\n" not in chunk:
             self._raw += chunk
+            if len(self._text) + len(self._raw) > self.max_line:
+                self._text, self._raw = "", bytearray()
+                self._skip()
             return []
         parts = BytesIO(chunk).readlines()  # memchr: several times faster than split()
         if self._raw:
@@ -65,6 +80,18 @@ class LineSplitter:
             lines[0] = self._text + lines[0]
             self._text = ""
         return lines
+
+    def _held(self, text: str) -> str:
+        """``text`` (an incomplete line) kept, or dropped with the rest of its line when it
+        is already longer than ``max_line``."""
+        if len(text) <= self.max_line:
+            return text
+        self._skip()
+        return ""
+
+    def _skip(self) -> None:
+        self.skipped += 1
+        self._skipping = True
 
     def finish(self) -> list[str]:
         """End of stream: the last line even without its newline."""
@@ -90,7 +117,8 @@ def _decoded(parts: list[bytes]) -> list[str]:
 
 
 def iter_lines(path: Path, *, keepends: bool = False) -> Iterator[str]:
-    """Every physical line of a file (with its ``\\n`` only if ``keepends``), streaming."""
+    """Every physical line of a file (with its ``\\n`` only if ``keepends``), streaming; a line
+    longer than :data:`MAX_LINE_BYTES` is skipped, and how many were is said on stderr."""
     splitter = LineSplitter(keepends=keepends)
     with open_regular(path) as handle:
         while True:
@@ -99,6 +127,9 @@ def iter_lines(path: Path, *, keepends: bool = False) -> Iterator[str]:
                 break
             yield from splitter.feed(chunk)
     yield from splitter.finish()
+    if splitter.skipped:
+        print(f"workbook: {path}: {splitter.skipped} line(s) longer than "
+              f"{MAX_LINE_BYTES >> 20} MiB skipped, not read", file=sys.stderr)
 
 
 def not_regular(mode: int) -> str | None:

@@ -35,14 +35,17 @@ def assets_dir() -> Path:
     return default_cache_dir().resolve() / f"v{ASSETS_VERSION}"
 
 
-def expand(text: str, variables: Mapping[str, str]) -> str:
-    """Expand ``~`` and ``${VAR}``/``$VAR`` from ``variables``; unknown names stay as written."""
+def expand(text: str, variables: Mapping[str, str], *, home: bool = True) -> str:
+    """Expand ``~`` (unless ``home`` is false) and ``${VAR}``/``$VAR`` from ``variables``;
+    unknown names stay as written."""
 
     def sub(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(2)
         return variables.get(name, m.group(0))
 
     text = _VAR.sub(sub, text)
+    if not home:
+        return text
     if (text == "~" or text.startswith("~/")) and "HOME" in variables:
         text = str(Path(variables["HOME"] + text[1:]))  # ~ is the HOME the caller chose
     elif text.startswith("~"):
@@ -188,7 +191,9 @@ def expand_paths(data: dict[str, Any], variables: Mapping[str, str],
             relative = not value.startswith(("/", "$")) and (section, key) != ("data", "script")
             inner[key] = str(folder / value) if relative and folder is not None else value
     if isinstance(out.get("overrides"), list):
-        out["overrides"] = [expand(str(o), variables) if isinstance(o, str) else o for o in out["overrides"]]
+        # a leading ``~`` of an override is Hydra's delete (``~trainer.logger``), not a home
+        out["overrides"] = [expand(o, variables, home=False) if isinstance(o, str) else o
+                            for o in out["overrides"]]
     return out
 
 

@@ -51,6 +51,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from workbook.core.quoting import value_text
+from workbook.core.redaction import redact_text
 
 FIELDS = (
     "model_path", "critic_model_path", "train_files", "val_files",
@@ -185,8 +186,9 @@ def _counts(item: str) -> bool:
 
 
 def _override(item: str) -> str:
-    """``key=value`` with a path-like value reduced to its last component."""
+    """``key=value`` with a path-like value reduced to its last component, and redacted (the
+    settings reach the ledger and the baselines: a secret is no setting)."""
     key, sep, value = str(item).partition("=")
     if sep and ("/" in value or value.startswith(("~", "$"))) and not value.startswith("["):
         value = _path_name(value)
-    return f"{key}{sep}{value}"
+    return redact_text(f"{key}{sep}{value}")

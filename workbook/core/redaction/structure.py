@@ -30,6 +30,7 @@ from workbook.core.redaction.text import (
     LineRedactor,
     _triggered,
     _uid_gid,
+    client_password,
     is_secret_name,
     redact_text,
 )
@@ -105,13 +106,26 @@ class _Redactor:
 
     def _list(self, items: list[Any] | tuple[Any, ...]) -> list[Any] | tuple[Any, ...]:
         out, after = [], ""
+        client: tuple[str, bool, bool] = ("", False, False)  # the last client's password flag
         for item in items:
-            if isinstance(item, str):
-                out.append(_argument(item, after))
-                after = _flag_takes(item)
-            else:
+            if not isinstance(item, str):
                 out.append(self.value(item))
                 after = ""
+                continue
+            flag, glued, apart = client
+            if flag and item.startswith(flag) and (glued or apart):
+                client = ("", False, False)  # its first password flag only (see _CLIENT)
+                if len(item) > len(flag) and glued:
+                    out.append(flag + _argument(item[len(flag):], "value"))
+                    after = ""
+                    continue
+                if item == flag and apart:
+                    out.append(item)
+                    after = "value"
+                    continue
+            out.append(_argument(item, after))
+            after = _flag_takes(item)
+            client = client_password(item) if not item.startswith("-") else client
         return _same_or(items, out if isinstance(items, list) else tuple(out))
 
 

@@ -24,9 +24,9 @@ import re
 from typing import Literal
 
 REDACTED = "[REDACTED]"
-# Values that tell nothing under any name: flags, nulls, and a CI token's permission
-# (``id-token: write`` in a GitHub workflow).
-HARMLESS_VALUES = frozenset({"none", "null", "true", "false", "read", "write"})
+# Values that tell nothing under any name: flags, nulls, a CI token's permission
+# (``id-token: write`` in a GitHub workflow) and a usage line's placeholder (``-s KEY=VALUE``).
+HARMLESS_VALUES = frozenset({"none", "null", "true", "false", "read", "write", "value"})
 
 # ---- names ------------------------------------------------------------------------------
 
@@ -41,7 +41,17 @@ _LAST = frozenset({"token", "auth", "authorization", "apikey", "accesskey", "pri
 # "*_key" holds a key after these words; a lower-case ``prompt_key`` names a data field.
 _KEY_KINDS = frozenset(
     {"api", "access", "secret", "private", "client", "auth", "service", "account", "signing",
-     "encryption", "master", "ssh", "deploy", "license", "subscription"}
+     "encryption", "master", "ssh", "deploy", "license", "subscription",
+     # services whose key is a credential (verl's loggers among them): ``wandb_key``
+     "wandb", "swanlab", "mlflow", "comet", "neptune", "clearml", "hf", "hub", "openai",
+     "github", "gitlab", "aws", "gcp", "azure", "stripe", "slack", "npm", "pypi"}
+)  # fmt: skip
+# A ``--*-key`` flag holds a key (``--wandb-key``) unless it names a field of the data or a sort.
+_FIELD_KEYS = frozenset(
+    {"prompt", "response", "reward", "answer", "question", "label", "text", "image", "video",
+     "audio", "input", "output", "data", "metric", "sort", "group", "partition", "cache", "index",
+     "column", "field", "ground", "extra", "chat", "message", "messages", "solution", "public",
+     "full", "fn", "primary", "foreign", "hash", "lookup", "join", "dict"}
 )  # fmt: skip
 # "*_token" after these words is a vocabulary entry or a count, not a credential.
 _VOCABULARY = frozenset(
@@ -68,7 +78,8 @@ _PASS_OWNERS = frozenset(
 def is_secret_name(name: str) -> bool:
     """Whether a setting called ``name`` holds a credential (and so its value must go).
 
-    Only the last dotted or slashed segment counts, read as words (split on ``_``, ``-`` and
+    A kebab-case ``--flag`` ending in "key" holds one (``--wandb-key``) unless a data field
+    names it (``--prompt-key``, ``--public-key``); ``--reward_fn_key`` is a config key. Only the last dotted or slashed segment counts, read as words (split on ``_``, ``-`` and
     camelCase): "secret", "password", "passwd", "credential(s)" count anywhere, and as the end
     of a run-together word (``PGPASSWORD``; "token" too in upper case: ``GHTOKEN``); "token",
     "auth", "pwd" and "api/access/private… key" only as the last word; "pass" as the last word
@@ -82,6 +93,7 @@ def is_secret_name(name: str) -> bool:
         >>> is_secret_name("HF_TOKEN"), is_secret_name("actor.ppo_max_token_len_per_gpu")
         (True, False)
     """
+    flag = str(name).startswith("--") and "_" not in str(name)  # a --kebab-case flag
     name = str(name).lstrip("-+~")
     if name.startswith(("/", ".")):  # a file path, not a setting
         return False
@@ -105,7 +117,8 @@ def is_secret_name(name: str) -> bool:
             last == "token" and before in _TOKEN_KINDS
         )
     if last in ("key", "keys"):  # an upper-case *_KEY is an environment variable: a key
-        return before in _KEY_KINDS or leaf.isupper()
+        # a --flag's key too (``--wandb-key``), unless it names a field of the data
+        return before in _KEY_KINDS or leaf.isupper() or (flag and before not in _FIELD_KEYS)
     if last == "token":
         return before not in _VOCABULARY
     if last == "pwd":  # PWD alone is the working directory
@@ -147,6 +160,55 @@ _USER_FLAG = re.compile(
     rf"(?P<qu>[^:\n]*?):(?P<qv>[^\n]*?)(?P=q)|(?P<user>[^\s:'\"`<>]*):(?P<v>[^\s'\"`<>]+))"
 )
 _USER_FLAG_EOL = re.compile(rf"{_USER_FLAG_NAME}{_QUOTE}?[ \t]*[,\\]\s*\Z")
+# Password flags of common clients, which no name gives away: ``mysql -pPW`` (glued only: in
+# ``mysql -p db`` the ``-p`` asks and ``db`` is the database), ``sshpass -p PW`` or ``-pPW``,
+# ``redis-cli -a PW``, ``mongosh -p PW``. Only the client's first such flag (``sshpass -p PW ssh
+# -p 22`` keeps ssh's port); in a command or a printed argv (``'-p', 'PW'``).
+_CLIENT = re.compile(
+    r"(?<![\w.-])(?P<c>(?:mysql|mariadb)[\w-]*|sshpass|redis-cli|mongo(?:sh|dump|restore|import|"
+    r"export|files|stat|top)?)(?![\w.-])"
+)
+_CLIENT_GATES = ("mysql", "mariadb", "sshpass", "redis-cli", "mongo")
+_CLIENT_FLAG = re.compile(
+    rf"(?<![\w-])(?P<f>-[pa])(?:{_QUOTE}?(?:[ \t]+|{_QUOTE}[ \t]*,[ \t]*)(?:(?P<aq>{_QUOTE})"
+    rf"(?P<av>[^\n]*?)(?P=aq)|(?P<a>[^\s'\"`<>,;&|\\-][^\s'\"`<>,;&|]*))|(?P<gq>{_QUOTE})"
+    rf"(?P<gv>[^\n]*?)(?P=gq)|(?P<g>[^\s'\"`<>,;&|]+))"
+)
+_COMMAND_END = re.compile(r"[;|&\n]")
+
+
+def client_password(client: str) -> tuple[str, bool, bool]:
+    """``(flag, glued, apart)``: how ``client`` (a program's name, ``""`` if none) takes its
+    password: ``-p`` or ``-a``, glued to the flag (``-pPW``) and/or the next argument."""
+    name = client.rsplit("/", 1)[-1]
+    found = _CLIENT.fullmatch(name)
+    if not found:
+        return "", False, False
+    if name.startswith(("mysql", "mariadb")):
+        return "-p", True, False
+    if name == "sshpass":
+        return "-p", True, True
+    return ("-a" if name == "redis-cli" else "-p"), False, True
+
+
+def _client_spans(text: str) -> list[tuple[int, int]]:
+    """The password of each client command's first password flag (see _CLIENT)."""
+    spans = []
+    for client in _CLIENT.finditer(text):
+        flag, glued, apart = client_password(client["c"])
+        end = _COMMAND_END.search(text, client.end())
+        for found in _CLIENT_FLAG.finditer(text, client.end(), end.start() if end else len(text)):
+            if found["f"] != flag:
+                continue
+            group = next(g for g in ("av", "a", "gv", "g") if found[g] is not None)
+            if (group[0] == "g" and glued) or (group[0] == "a" and apart):
+                value = found[group]
+                if value and REDACTED[:-1] not in value and value.lower() not in HARMLESS_VALUES:
+                    spans.append(found.span(group))
+            break
+    return spans
+
+
 _USERINFO = re.compile(r"(?P<user>[^:]*):(?P<v>.+)", re.DOTALL)
 _KEY_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 _KEY_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
@@ -159,7 +221,8 @@ _HF = r"hf_(?<![A-Za-z0-9]hf_)(?=[a-z]*[A-Z0-9])[A-Za-z0-9]{16,}"
 _GITHUB_PAT = r"github_pat_[A-Za-z0-9_]{22,}"  # fine-grained; the plugin knows the classic ones
 _OPENAI = r"sk-(?<![A-Za-z0-9]sk-)(?=[\w\-]*[A-Z0-9])[A-Za-z0-9_\-]{16,}"  # sk-proj-…, sk-ant-…
 _GOOGLE_OAUTH = r"ya29\.[0-9A-Za-z_\-]{20,}"
-_GOOGLE_API = r"AIza[0-9A-Za-z_\-]{35}"
+_GOOGLE_API = r"AIza[0-9A-Za-z_\-]{30,}"  # 39 characters as issued; shorter ones are still keys
+_NPM = r"npm_[A-Za-z0-9]{36}"  # the plugin knows npm tokens only in an .npmrc line
 
 
 @functools.cache
@@ -170,11 +233,18 @@ def _shapes() -> tuple[tuple[str, int, re.Pattern[str]], ...]:
     from detect_secrets.plugins.github_token import GitHubTokenDetector
     from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
     from detect_secrets.plugins.jwt import JwtTokenDetector
+    from detect_secrets.plugins.mailchimp import MailchimpDetector
     from detect_secrets.plugins.openai import OpenAIDetector
+    from detect_secrets.plugins.pypi_token import PypiTokenDetector
+    from detect_secrets.plugins.sendgrid import SendGridDetector
     from detect_secrets.plugins.slack import SlackDetector
+    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+    from detect_secrets.plugins.stripe import StripeDetector
+    from detect_secrets.plugins.twilio import TwilioKeyDetector
 
     gitlab = GitLabTokenDetector.denylist
     slack, webhook = SlackDetector.denylist
+    twilio_account, twilio_key = TwilioKeyDetector.denylist
     return (
         ("hf_", 0, _token(_HF)),
         ("gh", 0, _token(*GitHubTokenDetector.denylist)),
@@ -185,9 +255,52 @@ def _shapes() -> tuple[tuple[str, int, re.Pattern[str]], ...]:
         ("xox", 0, _token(slack)),
         ("hooks.slack.com", len("https://"), _token(webhook)),
         ("ya29.", 0, _token(_GOOGLE_OAUTH)),
-        ("A", 0, _token(AWSKeyDetector.denylist[0], _GOOGLE_API)),  # the secret key: by name
+        # the AWS secret key: by name
+        ("A", 0, _token(AWSKeyDetector.denylist[0], _GOOGLE_API, twilio_account)),
         ("J", len("ey"), _token(*JwtTokenDetector.denylist)),
+        ("k_live_", 1, _token(*StripeDetector.denylist)),
+        ("SG.", 0, _token(*SendGridDetector.denylist)),
+        ("SK", 0, _token(twilio_key)),
+        ("sq0csp-", 0, _token(*SquareOAuthDetector.denylist)),
+        ("pypi-", 0, _token(*PypiTokenDetector.denylist)),
+        ("npm_", 0, _token(_NPM)),
+        ("-us", 32, _token(*MailchimpDetector.denylist)),
     )
+
+
+@functools.cache
+def _searched() -> tuple[tuple[tuple[str | re.Pattern[str], ...], re.Pattern[str]], ...]:
+    """``(gates, pattern)``: detect-secrets' patterns that carry their own context (a boundary
+    around the token, a ``name =`` before the value), searched in a line holding one of
+    ``gates`` (each lower-cased unless it has capitals; in _triggered) or where a gate pattern
+    is found in the lower-cased line: what the token needs, far cheaper to search for than the
+    plugin's pattern (the cloud providers' ``<prefix>_key = <value>`` needs :data:`_ASSIGNED`).
+    The secret is the pattern's last group, else its whole match less the boundary."""
+    from detect_secrets.plugins.artifactory import ArtifactoryDetector
+    from detect_secrets.plugins.cloudant import CloudantDetector
+    from detect_secrets.plugins.discord import DiscordBotTokenDetector
+    from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
+    from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
+    from detect_secrets.plugins.softlayer import SoftlayerDetector
+    from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+
+    token, password = ArtifactoryDetector.denylist
+    return (
+        (("AKC",), token),
+        (("AP",), password),
+        ((_ASSIGNED, "cloudant.com"), _any(*IbmCloudIamDetector.denylist, *SoftlayerDetector.denylist,
+                                     *CloudantDetector.denylist)),
+        (("key",), _any(*IbmCosHmacDetector.denylist)),
+        ((_DISCORD_GATE,), _any(*DiscordBotTokenDetector.denylist)),
+        ((_TELEGRAM_GATE,), _any(*TelegramBotTokenDetector.denylist)),
+    )
+
+
+def _any(*patterns: re.Pattern[str]) -> re.Pattern[str]:
+    """One pattern for several of a plugin's (their flags kept, each group its own)."""
+    return re.compile("|".join(
+        f"(?i:{p.pattern})" if p.flags & re.IGNORECASE else f"(?:{p.pattern})" for p in patterns
+    ))
 
 
 def _token(*patterns: re.Pattern[str] | str) -> re.Pattern[str]:
@@ -216,7 +329,10 @@ def _triggered(text: str, low: str) -> bool:
         or "auth" in low or "secret" in low or "pwd" in low or "credential" in low
         or "bearer" in low or "hf_" in low or "gh" in low or "github_pat_" in low or "gl" in low
         or "gr1348941" in low or "sk-" in low or "xox" in low or "hooks.slack.com" in low
-        or "ya29." in low or "-u" in low
+        or "ya29." in low or "-u" in low or "k_live_" in low or "SG." in text or "SK" in text
+        or "sq0csp-" in low or "pypi-" in low or "npm_" in low or "-us" in low or "pw" in low
+        or "AKC" in text or "AP" in text or "cloudant.com" in low or "mysql" in low
+        or "mariadb" in low or "sshpass" in low or "redis-cli" in low or "mongo" in low
     )  # fmt: skip
 
 
@@ -337,7 +453,9 @@ def _redact_line(text: str, low: str | None = None) -> tuple[str, _Next]:
 
 def _redact_plain(text: str, low: str | None = None) -> tuple[str, _Next]:
     low = _lower(text) if low is None else low
-    spans = _shape_spans(text, low)
+    spans = _shape_spans(text, low) + _searched_spans(text, low)
+    if any(client in low for client in _CLIENT_GATES):
+        spans += _client_spans(text)
     for gate, pattern in _VALUE_RULES:
         if gate in low:
             spans += [found.span("v") for found in pattern.finditer(text)]
@@ -372,6 +490,39 @@ def _shape_spans(text: str, low: str) -> list[tuple[int, int]]:
                 spans.append(found.span())
             at = hay.find(gate, found.end() if found else at + 1)
     return spans
+
+
+# A keyword of the assignment patterns, an assignment, then 24 value characters at least.
+# Searched in the lower-cased line: without IGNORECASE the search skips ahead on a literal.
+_ASSIGNED = re.compile(r"(?:key|pwd|pass|token|pw)['\"\]]?[ \t]*(?:[=:]|=>|[ \t])[ \t]*['\"]?"
+                       r"[a-z0-9_\-]{24}")
+# What Discord's and Telegram's tokens hold (two dots six apart; a colon before 35 characters),
+# searched before their patterns, which would be tried at every capital or digit of a line.
+_DISCORD_GATE = re.compile(r"\.[\w-]{6}\.")
+_TELEGRAM_GATE = re.compile(r":[\w-]{35}")
+
+
+def _searched_spans(text: str, low: str) -> list[tuple[int, int]]:
+    spans = []
+    for gates, pattern in _searched():
+        if not any(g in (text if g.lower() != g else low) if isinstance(g, str) else g.search(low)
+                   for g in gates):
+            continue
+        for found in pattern.finditer(text):
+            if found.lastindex:
+                spans.append(found.span(found.lastindex))
+                continue
+            begin, end = found.span()
+            while begin < end and text[begin] in _BOUNDARY:
+                begin += 1
+            while end > begin and text[end - 1] in _BOUNDARY:
+                end -= 1
+            if REDACTED[:-1] not in text[begin:end] and not _path_part(text, begin, end):
+                spans.append((begin, end))
+    return spans
+
+
+_BOUNDARY = frozenset(" \t\r\n=:\"")  # what a plugin's pattern holds around its token
 
 
 def _path_part(text: str, begin: int, end: int) -> bool:
