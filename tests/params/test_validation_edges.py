@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -353,3 +354,31 @@ def test_hundreds_of_unknown_overrides_compose_verls_config_a_few_times_and_list
     assert_refused(code, err, "nosuch0.key", "nosuch9.key", "290 more override(s)")
     assert "nosuch10.key" not in err
     assert len(composed) <= verl_config.MAX_COMPOSED + 3
+
+
+def test_entries_of_one_command_are_judged_against_verls_config_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a suite validates each entry; the same command (a night's retries, a scenario listed
+    # under two names) must not pay Hydra's composition again
+    from workbook.params import verl_config
+
+    config_dir = verl_config.installed_config_dir(sys.executable)
+    if config_dir is None:
+        pytest.skip("verl is not installed in this environment")
+    composed: list[tuple[str, ...]] = []
+    real = verl_config._compose
+
+    def counted(where: Path, overrides: tuple[str, ...]) -> object:
+        composed.append(overrides)
+        return real(where, overrides)
+
+    monkeypatch.setattr(verl_config, "_compose", counted)
+    verl_config._judged.cache_clear()
+    entry = ["trainer.total_training_steps=3", "actor_rollout_ref.actor.clip_ratio_low=0.0003"]
+    first = verl_config.check_overrides(entry, verl_dir=config_dir.parents[1])
+    again = verl_config.check_overrides(list(entry), verl_dir=config_dir.parents[1])
+    other = verl_config.check_overrides([*entry, "trainer.nnodes=2"],
+                                        verl_dir=config_dir.parents[1])
+
+    assert first == again == other == []
+    assert composed == [tuple(entry), (*entry, "trainer.nnodes=2")]

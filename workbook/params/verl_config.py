@@ -128,6 +128,12 @@ def check_overrides(overrides: list[str], checkout: str | Path | None = None,
     config_dir = verl_config_dir(checkout, verl_dir)
     if config_dir is None:
         return []
+    return list(_judged(config_dir, tuple(overrides)))
+
+
+@lru_cache(maxsize=64)
+def _judged(config_dir: Path, overrides: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """check_overrides for one config: a suite's entries of one command cost one judgement."""
     groups = tuple(o for o in overrides if _is_group_choice(o, config_dir))
     known = _base_keys(config_dir, groups)
     unknown = [o for o in overrides
@@ -147,9 +153,9 @@ def check_overrides(overrides: list[str], checkout: str | Path | None = None,
             problems.append(("overrides", f"{more} more override(s) name keys verl's config "
                              "does not have (not listed)"))
     if problems:
-        return problems
+        return tuple(problems)
     try:
-        _compose(config_dir, tuple(overrides))
+        _compose(config_dir, overrides)
     except Exception as exc:  # noqa: BLE001
         problems.append(("overrides", f"verl's Hydra config rejects the overrides: {_first_line(exc)}"))
-    return problems
+    return tuple(problems)
