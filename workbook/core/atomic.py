@@ -7,8 +7,10 @@ there instead of writing through it.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,3 +56,18 @@ def sync_folder(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def flock_within(fd: int, wait_s: float) -> bool:
+    """Take an exclusive ``flock`` on ``fd``, trying for up to ``wait_s`` seconds (0: once);
+    False when another process still holds it. The writers of one shared file (the ledger, a
+    published site) each wait a bounded time rather than block for ever on a stuck peer."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)

@@ -37,14 +37,13 @@ import os
 import re
 import stat
 import sys
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from workbook.core.atomic import sync_folder
+from workbook.core.atomic import flock_within, sync_folder
 from workbook.core.clock import utc_time
 from workbook.core.layout import (
     BISECT_FILE,
@@ -585,20 +584,12 @@ def _locked(folder: Path, *, wait: bool) -> Iterator[bool]:
                 return
             raise LedgerError(f"{path}: the ledger's lock is not a regular file: no night can "
                               "be recorded until it is removed")
-        deadline = time.monotonic() + LOCK_WAIT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if not wait:
-                    yield False
-                    return
-                if time.monotonic() > deadline:
-                    raise LedgerError(f"{path}: another process held the ledger's lock for "
-                                      f"{LOCK_WAIT_S:.0f} s: the night stays in its run "
-                                      "directory") from None
-                time.sleep(0.05)
+        if not flock_within(fd, LOCK_WAIT_S if wait else 0):
+            if not wait:
+                yield False
+                return
+            raise LedgerError(f"{path}: another process held the ledger's lock for "
+                              f"{LOCK_WAIT_S:.0f} s: the night stays in its run directory")
         try:
             yield True
         finally:

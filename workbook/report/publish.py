@@ -29,11 +29,9 @@ leave the same site. The runs a runs root was seeded with from a site
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import stat
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from workbook.core import redaction
+from workbook.core.atomic import flock_within
 from workbook.core.layout import (
     INDEX,
     PROPOSAL_FILE,
@@ -167,16 +166,8 @@ def site_lock(site: Path) -> Iterator[None]:
     except OSError as exc:
         raise InputError(f"{path}: cannot take the site's lock ({exc.strerror})") from None
     try:
-        deadline = time.monotonic() + LOCK_WAIT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise InputError(f"{path}: another publish held the site for "
-                                     f"{LOCK_WAIT_S:.0f} s") from None
-                time.sleep(0.1)
+        if not flock_within(fd, LOCK_WAIT_S):
+            raise InputError(f"{path}: another publish held the site for {LOCK_WAIT_S:.0f} s")
         yield
     finally:
         os.close(fd)  # closing releases the lock
