@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -259,7 +260,11 @@ def _dry_run(target: str) -> list[str]:
     make = shutil.which("make")
     if make is None:
         pytest.skip("make is not installed")
-    done = subprocess.run([make, "-n", target], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    # as a contributor types it, also when this test runs under `make test` (CI): a parent
+    # make's MAKEFLAGS/MAKELEVEL would add its "Entering directory" lines
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    done = subprocess.run([make, "--no-print-directory", "-n", target], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return [line.strip() for line in done.stdout.splitlines() if line.strip()]
 
