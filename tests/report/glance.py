@@ -42,8 +42,10 @@ def top(page: Any, selector: str) -> float:
     return float(box["y"])
 
 
-def first_screen_problems(page: Any, verdict: str) -> list[str]:
-    """What a report's first viewport lacks: the verdict, and on a red run each failing check."""
+def first_screen_problems(page: Any, verdict: str, fit: int | None = None) -> list[str]:
+    """What a report's first viewport lacks: the verdict, and on a red run each failing check
+    (the first ``fit`` of them when given: a phone's screen holds a few lines of a night that
+    failed nine checks; the rest must still come before the curves)."""
     height = page.viewport_size["height"]
     problems = []
     if bottom(page, "#verdict-banner .wb-verdict") > height:
@@ -54,11 +56,16 @@ def first_screen_problems(page: Any, verdict: str) -> list[str]:
                                       .count() and bottom(page, "[data-diagnosis]") <= height):
             problems.append("no failing check (nor, for a failed run, its diagnosis) in the "
                             "first screen")
-        for i in range(rows.count()):
+        for i in range(rows.count() if fit is None else min(fit, rows.count())):
             box = rows.nth(i).bounding_box()
             if box is None or box["y"] + box["height"] > height:
                 problems.append(f"failing check {rows.nth(i).get_attribute('data-failing-check')}"
                                 " is below the first screen")
+        plots = page.locator('[data-section="plots"]')
+        for i in range(rows.count()):
+            if plots.count() and rows.nth(i).bounding_box()["y"] > top(page, '[data-section="plots"]'):
+                problems.append(f"failing check {rows.nth(i).get_attribute('data-failing-check')}"
+                                " comes after the curves")
     return problems
 
 
