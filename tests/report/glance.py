@@ -61,9 +61,11 @@ def first_screen_problems(page: Any, verdict: str, fit: int | None = None) -> li
             if box is None or box["y"] + box["height"] > height:
                 problems.append(f"failing check {rows.nth(i).get_attribute('data-failing-check')}"
                                 " is below the first screen")
-        plots = page.locator('[data-section="plots"]')
-        for i in range(rows.count()):
-            if plots.count() and rows.nth(i).bounding_box()["y"] > top(page, '[data-section="plots"]'):
+        plots = (top(page, '[data-section="plots"]')
+                 if page.locator('[data-section="plots"]').count() else None)
+        for i in range(rows.count() if plots is not None else 0):
+            box = rows.nth(i).bounding_box()
+            if box is None or box["y"] > plots:
                 problems.append(f"failing check {rows.nth(i).get_attribute('data-failing-check')}"
                                 " comes after the curves")
     return problems
