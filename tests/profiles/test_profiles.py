@@ -80,6 +80,12 @@ def test_cpu_run_on_an_existing_cluster_leaves_ray_init_alone() -> None:
     assert not [key for key in keys(overrides) if key.startswith("ray_kwargs")]
 
 
+def test_the_ray_a_cpu_run_starts_for_itself_has_no_dashboard_and_no_idle_workers() -> None:
+    own = profile_overrides("cpu", on_existing_cluster=False)
+    assert "+ray_kwargs.ray_init.include_dashboard=False" in own
+    assert "+ray_kwargs.ray_init._system_config.prestart_worker_first_driver=False" in own
+
+
 def test_cpu_overrides_carry_every_blocker_fix() -> None:
     overrides = profile_overrides("cpu")
     for expected in (
