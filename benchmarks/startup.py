@@ -30,7 +30,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -109,9 +108,9 @@ class Watch:
         drivers = [p for p in self.procs.values() if p["role"] == "main_ppo"]
         if drivers and not any(p.pid for p in tree if "main_ppo" in _cmd(p)):
             self.driver_end = self.driver_end or max(p["seen"] for p in drivers)
-        self._tail(now)
+        self.tail(now)
 
-    def _tail(self, now: float) -> None:
+    def tail(self, now: float) -> None:
         if self._log is None:
             logs = sorted(self.runs.glob("*/*/run.log"))
             if not logs:
@@ -148,7 +147,7 @@ def one_run(scenario: Path, sets: list[str]) -> dict:
         watch.sample()
         time.sleep(0.25)
     wall = time.time() - t0
-    watch._tail(time.time())
+    watch.tail(time.time())
     busy = system_busy_s() - busy0
     own = sum(p["cpu"] for p in watch.procs.values())
     starts = {phase: min((p["start"] for p in watch.procs.values() if re.search(rx, p["role"])),
@@ -158,7 +157,7 @@ def one_run(scenario: Path, sets: list[str]) -> dict:
             starts["steps"], max(watch.steps.values(), default=None), watch.driver_end, wall]
     phases: dict[str, float | None] = {}
     last = 0.0
-    for phase, end in zip(PHASES, ends):
+    for phase, end in zip(PHASES, ends, strict=True):
         phases[phase] = None if end is None else round(end - last, 1)
         last = end if end is not None else last
     cpu_by_role: dict[str, float] = {}
