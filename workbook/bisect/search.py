@@ -1,18 +1,18 @@
 """``workbook bisect``: from a red night to the verl commit that caused it.
 
 Between the last green night and a red one lie the verl commits ``good..bad`` along the
-first-parent line (:mod:`workbook.batch.repository`), checked with everything else the user
-asked before anything starts (:mod:`workbook.batch.bisect_plan`). Each step checks one of them
+first-parent line (:mod:`workbook.bisect.repository`), checked with everything else the user
+asked before anything starts (:mod:`workbook.bisect.plan`). Each step checks one of them
 out into a git worktree inside the bisect directory and runs the scenario once with
 ``verl.path`` set to it, through the batch engine (:mod:`workbook.batch.engine`: the run, judge
 and report of ``workbook run``, clearing of leftovers, the answer to SIGINT/SIGTERM); its
 verdict becomes good, bad or skip, and the next commit is chosen
-(:mod:`workbook.batch.bisection`) until the first bad commit is known or only skipped commits
+(:mod:`workbook.bisect.decision`) until the first bad commit is known or only skipped commits
 are left.
 
 Everything lands in one bisect directory (``<runs root>/bisects/<scenario>/<good7>-<bad7>/``):
-``bisect.json`` (:mod:`workbook.batch.bisect_state`, written after every change), ``bisect.html``
-(:mod:`workbook.report.bisect`, after every step), each step's run under
+``bisect.json`` (:mod:`workbook.bisect.state`, written after every change), ``bisect.html``
+(:mod:`workbook.bisect.page`, after every step), each step's run under
 ``steps/<n>-<sha7>/<run_id>/`` and, while a step runs, its worktree under ``.worktrees/``
 (removed when the step ends; whatever a killed bisect left is reused or replaced). Running the
 same command again continues: finished steps are kept, a stopped step's commit is tested again.
@@ -28,16 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbook.batch import bad_night
-from workbook.batch.bisect_plan import BisectPlan
-from workbook.batch.bisect_state import (
-    STEP_FIELDS,
-    BadNight,
-    BisectState,
-    Result,
-    read_state,
-)
-from workbook.batch.bisection import (
+from workbook.batch.engine import Batch, Engine, Execute, Item
+from workbook.batch.records import Ledger, Record
+from workbook.bisect import bad_night
+from workbook.bisect.decision import (
     GREEN_VERDICTS,
     Decision,
     Outcome,
@@ -45,9 +39,16 @@ from workbook.batch.bisection import (
     decide,
     states,
 )
-from workbook.batch.engine import Batch, Engine, Execute, Item
-from workbook.batch.records import Ledger, Record
-from workbook.batch.repository import RepositoryError
+from workbook.bisect.page import write_bisect_page
+from workbook.bisect.plan import BisectPlan
+from workbook.bisect.repository import RepositoryError
+from workbook.bisect.state import (
+    STEP_FIELDS,
+    BadNight,
+    BisectState,
+    Result,
+    read_state,
+)
 from workbook.core.layout import (
     BISECT_FILE,
     BISECT_PAGE,
@@ -64,7 +65,6 @@ from workbook.errors import (
     LaunchError,
 )
 from workbook.metrics.failures import INFRASTRUCTURE
-from workbook.report.bisect import write_bisect_page
 
 # a found commit passes; a bad commit green here is bad input (nothing to bisect); every other
 # end (ambiguous, stopped, failed) is a bisect that could not finish

@@ -13,7 +13,7 @@ within a group). The mean absolute error in % is ``100 * mean_t e_t``, i.e.
 ``sum |b - a| / sum |a|``. A metric A logged as 0 at every step has no scale: B agrees only by
 being 0 too (else the error is undefined, and a thresholded metric is then not aligned).
 
-Pure: this module reads no file (:mod:`workbook.checks.aligned_runs` does).
+Pure: this module reads no file (:mod:`workbook.align.runs` does).
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbook.batch.bisection import BadVerdict, Outcome
-from workbook.batch.repository import Commit
+from workbook.bisect.decision import BadVerdict, Outcome
+from workbook.bisect.repository import Commit
 from workbook.core.quoting import short
 from workbook.errors import InputError
 

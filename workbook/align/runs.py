@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbook.checks.alignment import (
+from workbook.align.compute import (
     THROUGHPUT,
     Judgement,
     MetricAlignment,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbook.batch.bisection import BadVerdict, Decision, Outcome, classify, decide, states
+from workbook.bisect.decision import BadVerdict, Decision, Outcome, classify, decide, states
 
 G, B, S = Outcome.GOOD, Outcome.BAD, Outcome.SKIP
 EIGHT = [f"c{i}" for i in range(8)]  # c7 is the bad night's commit
