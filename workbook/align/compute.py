@@ -227,7 +227,7 @@ class Judgement:
         return EXIT_PASSED if self.status == ALIGNED else EXIT_REGRESSED
 
 
-def judge(metrics: Iterable[MetricAlignment], rate: Throughput, *, steps_b: int,
+def judge_alignment(metrics: Iterable[MetricAlignment], rate: Throughput, *, steps_b: int,
           expected: int, warnings: Iterable[str] = ()) -> Judgement:
     """Aligned when B reached the steps A expected, every thresholded metric is within its
     threshold and the throughput criterion (if any) holds; else not aligned, each problem named."""

@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from workbook.batch.engine import Batch, Engine, Execute, Item
-from workbook.batch.records import Ledger, Record
+from workbook.batch.records import BatchFile, Record
 from workbook.bisect import bad_night
 from workbook.bisect.decision import (
     GREEN_VERDICTS,
+    CommitOutcome,
     Decision,
-    Outcome,
     classify,
     decide,
     states,
@@ -132,7 +132,7 @@ class Bisect:
         items = [self._item(str(s["key"]), str(s["sha"]), {k: s.get(k) for k in STEP_FIELDS})
                  for s in state.steps]
         self.batch = Batch("bisect", plan.directory / BISECT_STEPS_DIR, items,
-                           Ledger(plan.directory / BISECT_FILE, "steps"),
+                           BatchFile(plan.directory / BISECT_FILE, "steps"),
                            lambda: state.header(states([c.sha for c in state.candidates],
                                                        self.outcomes())))
 
@@ -149,11 +149,11 @@ class Bisect:
         print(f"bisect: {len(self.state.candidates)} commit(s) after {self.plan.good[:7]} up to "
               f"{self.plan.bad[:7]}; the bad verdict: {where}", flush=True)
 
-    def outcomes(self) -> dict[str, Outcome]:
-        found = {str(r.about["sha"]): Outcome(r.about["outcome"]) for r in self.batch.records
+    def outcomes(self) -> dict[str, CommitOutcome]:
+        found = {str(r.about["sha"]): CommitOutcome(r.about["outcome"]) for r in self.batch.records
                  if r.about.get("outcome")}
         if self.state.bad_night is not None:
-            found.setdefault(self.plan.bad, Outcome.BAD)
+            found.setdefault(self.plan.bad, CommitOutcome.BAD)
         return found
 
     def drive(self, engine: Engine) -> None:
@@ -229,7 +229,7 @@ class Bisect:
                              f"verdict that counts as bad is unknown: {record.reason}")
         self.state.bad_night = BadNight(verdict, category if verdict == "failed" else None,
                                         "step", record.run_dir, record.reason)
-        record.about.update(outcome=Outcome.BAD.value,
+        record.about.update(outcome=CommitOutcome.BAD.value,
                             why="the bad commit's own run: its verdict counts as bad")
         print(f"bisect: the bad commit {sha} {self.state.bad_night.verdict.describe()}: "
               "that is the verdict that counts as bad", flush=True)

@@ -19,12 +19,12 @@ from pathlib import Path
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from workbook.checks.rows import ERROR, FAIL, IMPROVED, SUSPECT
-from workbook.checks.verdict import Verdict
+from workbook.checks.verdict import RunVerdict
 from workbook.core.layout import write_redacted
 from workbook.core.status import Verdict as Word
 
 
-def verdict_suite(verdict: Verdict, name: str, *, time_s: float | None = None,
+def verdict_suite(verdict: RunVerdict, name: str, *, time_s: float | None = None,
                   properties: Mapping[str, object] | None = None) -> TestSuite:
     """One ``<testsuite>`` for a judged run (``properties`` such as the report path)."""
     suite = TestSuite(name)
@@ -72,7 +72,7 @@ def write_junit(suites: Iterable[TestSuite], path: Path) -> Path:
     return write_redacted(Path(path), text, form="xml")  # messages quote logs: by element
 
 
-def _run_case(verdict: Verdict, name: str, time_s: float | None) -> TestCase:
+def _run_case(verdict: RunVerdict, name: str, time_s: float | None) -> TestCase:
     case = TestCase("run", classname=name, time=time_s)
     diagnosis = verdict.diagnosis or {}
     detail = "\n".join([str(diagnosis.get("summary") or ""),

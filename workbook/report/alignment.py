@@ -131,7 +131,7 @@ class AlignmentSection(Section[D]):
 
 
 @dataclass(frozen=True)
-class Verdict:
+class AlignmentVerdict:
     status: str
     reason: str
     problems: tuple[str, ...]
@@ -185,7 +185,7 @@ class Runs:
     differs_style: str
 
 
-def verdict(value: Any) -> AlignmentSection[Verdict]:
+def verdict(value: Any) -> AlignmentSection[AlignmentVerdict]:
     """The banner: aligned or not, why, and the warnings (a run not made deterministic)."""
     a = record_of(value).alignment
     steps = sorted({s for m in a.metrics for s in m.steps})
@@ -195,7 +195,7 @@ def verdict(value: Any) -> AlignmentSection[Verdict]:
              ("steps reached", f"A {a.a.steps_reached}, B {a.b.steps_reached}"
               + (f" of {a.a.expected_steps}" if a.a.expected_steps else "")),
              ("throughput B/A", _number(a.throughput.ratio)))
-    return AlignmentSection("alignment-verdict", Verdict(
+    return AlignmentSection("alignment-verdict", AlignmentVerdict(
         a.status, a.judgement.reason, a.judgement.problems, a.judgement.warnings, facts,
         warning_style()))
 
