@@ -1,10 +1,5 @@
-"""An alignment of two runs as a JUnit suite (``workbook align --junit``).
-
-One test case per metric, a failure for each thresholded metric beyond its threshold (its mean
-error and the first step beyond), a case for the steps B reached and, when judged, the throughput
-ratio; the warnings (a run not made deterministic) are the suite's ``system-out``. The file is
-written by :func:`workbook.checks.junit.write_junit`.
-"""
+"""An alignment as a JUnit suite (``workbook align --junit``): a case per metric (a failure beyond
+its threshold), for the steps B reached and the throughput ratio; warnings in ``system-out``."""
 
 from __future__ import annotations
 

@@ -129,5 +129,5 @@ def states(candidates: Sequence[str], outcomes: Mapping[str, CommitOutcome]) -> 
     return shown
 
 
-__all__ = ["GREEN_VERDICTS", "BadVerdict", "Decision", "CommitOutcome", "classify",
+__all__ = ["GREEN_VERDICTS", "BadVerdict", "CommitOutcome", "Decision", "classify",
            "decide", "remaining", "states"]

@@ -1,14 +1,4 @@
-"""``workbook bisect``: from a red night to the verl commit that caused it.
-
-Between the last green night and a red one lie the verl commits ``good..bad`` along the
-first-parent line (:mod:`workbook.bisect.repository`), checked with everything else the user
-asked before anything starts (:mod:`workbook.bisect.plan`). Each step checks one of them
-out into a git worktree inside the bisect directory and runs the scenario once with
-``verl.path`` set to it, through the batch engine (:mod:`workbook.batch.engine`: the run, judge
-and report of ``workbook run``, clearing of leftovers, the answer to SIGINT/SIGTERM); its
-verdict becomes good, bad or skip, and the next commit is chosen
-(:mod:`workbook.bisect.decision`) until the first bad commit is known or only skipped commits
-are left.
+"""The steps of a bisect, each a run of the scenario through the batch engine.
 
 Everything lands in one bisect directory (``<runs root>/bisects/<scenario>/<good7>-<bad7>/``):
 ``bisect.json`` (:mod:`workbook.bisect.state`, written after every change), ``bisect.html``

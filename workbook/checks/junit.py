@@ -6,9 +6,9 @@ failed or was stopped, with the diagnosis; a failure when it regressed) and one 
 reason, ``improved`` a pass whose ``system-out`` says by how much; an improved run's case passes
 and the suite's ``verdict`` property says ``improved``; ``suspect`` likewise a pass whose
 ``system-out`` says it waits for another night beyond the band). A suite of scenarios writes one file
-holding a suite per scenario. CI uploads the file, so every message, property and output in it
-is redacted, element by element, on the way out.
-An alignment's suite is built in :mod:`workbook.align.junit` and written here.
+holding a suite per scenario (an alignment's suite is :mod:`workbook.align.junit`'s). CI uploads
+the file, so every message, property and output in it is redacted, element by element, on the way
+out.
 """
 
 from __future__ import annotations
