@@ -7,8 +7,9 @@ The flow, one package per stage, each importing only the ones before it (a layer
     params    a scenario file -> a validated Scenario          command   Scenario -> exact verl argv
     launch    local, Ray Jobs, KubeRay, local clusters          metrics   verl's logs -> RunMetrics
     checks    evidence -> one verdict (health, baseline)        plots     panels of verl metrics
-    report    report.html, the index, publish                   run       one run's life
-    batch     suites and sweeps                                 cli       the ``workbook`` command
+    align     do two runs train alike? (record, plot, JUnit)    report    pages, the index, publish
+    run       one run's life                                    batch     suites and sweeps
+    bisect    a red night -> verl's culprit commit              cli       the ``workbook`` command
 
 The names below are what the notebooks use (``from workbook import pipeline, sections``); they are
 loaded on first use, so importing a part of

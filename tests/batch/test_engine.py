@@ -17,7 +17,7 @@ import pytest
 from tests.batch.fakes import FakeRun
 from workbook.batch.engine import Batch, Engine, Item, validate_items
 from workbook.batch.lanes import Lanes
-from workbook.batch.records import Ledger, resumed
+from workbook.batch.records import BatchFile, resumed
 from workbook.errors import ParamsError
 
 
@@ -29,7 +29,7 @@ def batch_of(tmp_path: Path, scenario: Path, keys: list[str], *,
              recorded: list[dict] | None = None) -> Batch:
     folder = tmp_path / "night"
     folder.mkdir(exist_ok=True)
-    ledger = Ledger(folder / "suite.json", "entries", keep_others=True)
+    ledger = BatchFile(folder / "suite.json", "entries", keep_others=True)
     if recorded is not None:
         ledger.path.write_text(json.dumps({"suite": "t", "entries": recorded}))
     return Batch("suite", folder, [item(scenario, k) for k in keys], ledger,

@@ -14,9 +14,9 @@ from workbook.batch.junit import recorded_verdict, write_batch_junit
 from workbook.batch.records import Record, resumed
 from workbook.batch.suite import read_suite, run_suite
 from workbook.checks.rows import CheckRow, StepBand
-from workbook.checks.verdict import Verdict
+from workbook.checks.verdict import RunVerdict
 
-IMPROVED = Verdict(
+IMPROVED = RunVerdict(
     "improved", "1 metric improved beyond its band: propose a baseline refresh: workbook "
     "baseline propose npu; improved: timing_s/step; all 2 checks passed or improved",
     rows=[CheckRow("run completed", "run", "pass"),

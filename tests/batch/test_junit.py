@@ -13,7 +13,7 @@ import pytest
 from workbook.batch.junit import recorded_verdict, write_batch_junit
 from workbook.batch.records import Record
 from workbook.checks.rows import CheckRow
-from workbook.checks.verdict import Verdict
+from workbook.checks.verdict import RunVerdict
 from workbook.cli import main
 from workbook.core.layout import RunDir
 from workbook.run.driver import RunResult
@@ -26,7 +26,7 @@ ROWS = [
     CheckRow("device memory", "bounds", "not_measured", message="not measured on CPU"),
     CheckRow("reward", "expression", "error", message="no metric reward", source="reward > 0"),
 ]
-REGRESSED = Verdict("regressed", "1 failed and 1 could not be computed of 3 checks", rows=ROWS,
+REGRESSED = RunVerdict("regressed", "1 failed and 1 could not be computed of 3 checks", rows=ROWS,
                     last_step=4, required_step=4, diagnosis={"summary": "ok", "evidence": []},
                     run_status="succeeded")
 

@@ -16,7 +16,7 @@ import pytest
 from tests.batch.fakes import FakeRun
 from workbook.batch.engine import Batch, Engine, Item
 from workbook.batch.orphans import clear_orphans
-from workbook.batch.records import Ledger
+from workbook.batch.records import BatchFile
 
 
 def orphan(runs: Path, name: str = "dead") -> Path:
@@ -61,7 +61,7 @@ def test_a_failure_while_clearing_is_printed_and_kept_and_the_batch_goes_on(
         monkeypatch.setattr(life, "record_outcome", fail_with(RuntimeError("half a run")))
     night = runs / "suites" / "s" / "night"
     batch = Batch("suite", night, [Item("a", scenario, [], label="a", title="entry 1: a")],
-                  Ledger(night / "suite.json", "entries"), lambda: {"suite": "s"})
+                  BatchFile(night / "suite.json", "entries"), lambda: {"suite": "s"})
     fake = FakeRun()
 
     with Engine(batch, runs_root=runs, execute=fake) as engine:

@@ -15,7 +15,7 @@ from workbook.checks.baseline import Baseline, BaselineMetric
 from workbook.checks.junit import verdict_suite, write_junit
 from workbook.checks.rows import CheckRow, StepBand
 from workbook.checks.spec import CheckSpec
-from workbook.checks.verdict import COUNTED, exit_code_of, judge, refresh_hint
+from workbook.checks.verdict import COUNTED, exit_code_of, judge_checks, refresh_hint
 from workbook.cli import terminal
 from workbook.core.status import FINISHED_VERDICTS, SHOWN, VERDICTS, Verdict
 
@@ -28,7 +28,7 @@ def row_of(direction: str, value: float) -> CheckRow:
     """The window row of ``METRIC`` (baseline 10, band half-width 0.5) for a steady ``value``."""
     baseline = Baseline({METRIC: BaselineMetric(value=10.0, reduce="mean")})
     spec = CheckSpec(overrides={METRIC: {"direction": direction, "atol": 0.5}})
-    verdict = judge(evidence_of(steady({METRIC: value})), spec, baseline=baseline)
+    verdict = judge_checks(evidence_of(steady({METRIC: value})), spec, baseline=baseline)
     return next(r for r in verdict.rows if r.name == f"{METRIC} vs baseline")
 
 
@@ -77,7 +77,7 @@ def test_an_improved_row_says_its_value_the_baseline_and_the_edge() -> None:
 def test_checks_json_keeps_the_edge_of_every_one_sided_row(tmp_path: Path) -> None:
     baseline = Baseline({METRIC: BaselineMetric(value=10.0, reduce="mean")})
     spec = CheckSpec(overrides={METRIC: {"direction": "lower_is_worse", "atol": 0.5}})
-    verdict = judge(evidence_of(steady({METRIC: 11.0})), spec, baseline=baseline)
+    verdict = judge_checks(evidence_of(steady({METRIC: 11.0})), spec, baseline=baseline)
 
     data = json.loads(verdict.write_json(tmp_path / "checks.json").read_text())
 
@@ -99,7 +99,7 @@ def step_row(direction: str, changed: dict[int, float]) -> CheckRow:
     spec = CheckSpec(window=WINDOW, overrides={METRIC: {
         "direction": direction, "atol": 0.25, "compare_by": "steps"}})
     series = {METRIC: {s: changed.get(s, 2.0) for s in range(1, 7)}}
-    verdict = judge(evidence_of(series), spec, baseline=baseline)
+    verdict = judge_checks(evidence_of(series), spec, baseline=baseline)
     return next(r for r in verdict.rows if r.name == f"{METRIC} vs baseline")
 
 
@@ -166,7 +166,7 @@ def test_memory_down_15_and_throughput_up_6_percent_is_improved_and_exits_0() ->
     evidence = evidence_of(steady({MEMORY: 17.0, THROUGHPUT: 106.0, STEP: 10.0}),
                            expected_steps=15, scenario=SCENARIO)
 
-    verdict = judge(evidence, CheckSpec(), baseline=stale_baseline())
+    verdict = judge_checks(evidence, CheckSpec(), baseline=stale_baseline())
 
     assert (verdict.status, verdict.exit_code) == ("improved", 0)
     assert verdict.reason == (
@@ -181,7 +181,7 @@ def test_one_improved_metric_is_said_in_the_singular_with_what_was_set_aside() -
     evidence = evidence_of(steady({THROUGHPUT: 106.0, STEP: 10.0, MEMORY: 0.0}),
                            scenario=SCENARIO)
 
-    verdict = judge(evidence, CheckSpec(), baseline=stale_baseline())
+    verdict = judge_checks(evidence, CheckSpec(), baseline=stale_baseline())
 
     assert verdict.status == "improved"
     assert verdict.reason.startswith("1 metric improved beyond its band: propose a baseline "
@@ -193,7 +193,7 @@ def test_an_improved_row_beside_a_failed_one_is_a_regression() -> None:
     evidence = evidence_of(steady({MEMORY: 17.0, THROUGHPUT: 100.0, STEP: 11.0}),
                            scenario=SCENARIO)
 
-    verdict = judge(evidence, CheckSpec(), baseline=stale_baseline())
+    verdict = judge_checks(evidence, CheckSpec(), baseline=stale_baseline())
 
     assert (verdict.status, verdict.exit_code) == ("regressed", 1)
     assert verdict.reason.startswith("1 failed of 5 checks; first: timing_s/step vs baseline")
@@ -206,7 +206,7 @@ def test_a_failed_or_stopped_run_is_never_improved() -> None:
     series = steady({THROUGHPUT: 120.0})
 
     for diagnosis, word in ((stopped, "stopped"), (crashed, "failed")):
-        verdict = judge(evidence_of(series, diagnosis=diagnosis,
+        verdict = judge_checks(evidence_of(series, diagnosis=diagnosis,
                                     run={"status": diagnosis["status"], "exit_code": 1}),
                         CheckSpec(), baseline=stale_baseline())
         assert verdict.status == word
@@ -216,7 +216,7 @@ def test_passed_stays_as_it_was_when_nothing_improved() -> None:
     evidence = evidence_of(steady({MEMORY: 20.0, THROUGHPUT: 104.0, STEP: 9.6}),
                            expected_steps=15)
 
-    verdict = judge(evidence, CheckSpec(), baseline=stale_baseline())
+    verdict = judge_checks(evidence, CheckSpec(), baseline=stale_baseline())
 
     assert (verdict.status, verdict.reason) == ("passed", "all 5 checks passed")
     assert verdict.count("improved") == 0
@@ -239,10 +239,10 @@ def test_the_scenario_of_the_hint_is_the_runs_else_the_baselines() -> None:
                         scenario="from-the-baseline")
     series = steady({THROUGHPUT: 106.0})
 
-    by_run = judge(evidence_of(series, run={"status": "succeeded", "exit_code": 0,
+    by_run = judge_checks(evidence_of(series, run={"status": "succeeded", "exit_code": 0,
                                             "scenario": "from-the-run"}),
                    CheckSpec(), baseline=baseline)
-    by_baseline = judge(evidence_of(series), CheckSpec(), baseline=baseline)
+    by_baseline = judge_checks(evidence_of(series), CheckSpec(), baseline=baseline)
 
     assert by_run.status == by_baseline.status == "improved"
     assert refresh_hint("from-the-run") in by_run.reason
@@ -269,7 +269,7 @@ def test_improved_is_a_finished_verdict_shown_and_counted_apart_from_passes() ->
 def test_junit_keeps_an_improved_row_a_passing_case_that_says_why(tmp_path: Path) -> None:
     evidence = evidence_of(steady({MEMORY: 17.0, THROUGHPUT: 100.0, STEP: 10.0}),
                            scenario=SCENARIO)
-    verdict = judge(evidence, CheckSpec(), baseline=stale_baseline())
+    verdict = judge_checks(evidence, CheckSpec(), baseline=stale_baseline())
 
     write_junit([verdict_suite(verdict, "handmade")], tmp_path / "checks.xml")
 

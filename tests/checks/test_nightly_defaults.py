@@ -15,7 +15,7 @@ from tests.checks.handmade import DATA, console_log
 from workbook.checks.baseline import load_baseline
 from workbook.checks.evidence import gather
 from workbook.checks.spec import CheckSpec
-from workbook.checks.verdict import judge
+from workbook.checks.verdict import judge_checks
 
 ASCEND = DATA / "baseline_gspo_qwen3_8b_fsdp2_npu.txt"
 MEM, TPUT, STEP = "actor/perf/max_memory_allocated_gb", "perf/throughput", "timing_s/step"
@@ -63,7 +63,7 @@ def test_default_tolerance_edge_gives_verl_result(tmp_path: Path, metric: str,
     value = ref + change[1] if change[0] == "+" else ref * change[1]
     evidence = gather(nightly_log(tmp_path, metric, value))
 
-    verdict = judge(evidence, CheckSpec(), baseline=baseline)
+    verdict = judge_checks(evidence, CheckSpec(), baseline=baseline)
 
     rows = {row.metric: row for row in verdict.rows if row.kind == "baseline"}
     assert set(rows) == set(baseline.names())
@@ -80,7 +80,8 @@ def test_defaults_apply_only_to_metrics_the_baseline_names(tmp_path: Path) -> No
                        "actor/pg_clipfrac": {s: 0.9 for s in range(1, 16)},
                        STEP: {s: 83.0 for s in range(1, 16)}})
     (tmp_path / "run.log").write_text(log)
-    verdict = judge(gather(tmp_path / "run.log"), CheckSpec(), baseline=load_baseline(ASCEND))
+    verdict = judge_checks(gather(tmp_path / "run.log"), CheckSpec(),
+                           baseline=load_baseline(ASCEND))
 
     compared = [row.metric for row in verdict.rows if row.kind == "baseline"]
     # the baseline names five metrics; this log lacks four, which become error rows
@@ -95,7 +96,8 @@ def test_memory_is_read_at_the_runs_last_step_like_verl(tmp_path: Path) -> None:
     base = load_baseline(ASCEND)
     evidence = gather(nightly_log(tmp_path, MEM, base.value(MEM) + 0.5))
 
-    row = next(r for r in judge(evidence, CheckSpec(), baseline=base).rows if r.metric == MEM)
+    rows = judge_checks(evidence, CheckSpec(), baseline=base).rows
+    row = next(r for r in rows if r.metric == MEM)
 
     assert row.steps == [15] and row.reduce == "last"
     assert row.upper == pytest.approx(base.value(MEM) + 1.0) and row.lower is None

@@ -16,7 +16,7 @@ from workbook.checks.baseline import Baseline, BaselineMetric, load_baseline
 from workbook.checks.blessing import bless
 from workbook.checks.rows import CheckRow, StepBand
 from workbook.checks.spec import CheckSpec, MetricPolicy, parse_checks
-from workbook.checks.verdict import judge
+from workbook.checks.verdict import judge_checks
 from workbook.errors import BaselineError
 
 LOSS, STEP = "actor/pg_loss", "timing_s/step"
@@ -52,7 +52,7 @@ def blessed(tmp_path: Path, make_run: Callable[..., Path]) -> Baseline:
 def row_of(baseline: Baseline, losses: dict[int, float], metric: str = LOSS,
            **policy: object) -> CheckRow:
     spec = CheckSpec(window=WINDOW, overrides={metric: dict(policy)} if policy else {})
-    verdict = judge(evidence_of(run_series(11.0, losses)), spec, baseline=baseline)
+    verdict = judge_checks(evidence_of(run_series(11.0, losses)), spec, baseline=baseline)
     return next(r for r in verdict.rows if r.name == f"{metric} vs baseline")
 
 
@@ -179,7 +179,7 @@ def test_a_run_with_other_settings_is_not_comparable_even_where_steps_agree(
     evidence = evidence_of(run_series(11.0, with_step(3, 0.9)),
                            scenario={"profile": "cpu", "lr": 1e-3, "clip_ratio_high": 4e-4})
 
-    verdict = judge(evidence, CheckSpec(window=WINDOW), baseline=blessed)
+    verdict = judge_checks(evidence, CheckSpec(window=WINDOW), baseline=blessed)
     row = next(r for r in verdict.rows if r.name == f"{LOSS} vs baseline")
 
     assert row.status == "not_comparable" and "lr 0.0001 -> 0.001" in row.message

@@ -19,7 +19,7 @@ from workbook.checks.health import (
 )
 from workbook.checks.rows import CheckRow
 from workbook.checks.spec import DEFAULT_POLICIES, CheckSpec, parse_checks
-from workbook.checks.verdict import judge
+from workbook.checks.verdict import judge_checks
 from workbook.scenario import load_scenario
 
 CPU = {"profile": "cpu"}
@@ -117,7 +117,7 @@ def test_a_live_run_that_disagrees_is_a_regression_not_a_failed_run() -> None:
               PROBS_DIFF_MEAN: {**LIVE_MEAN, 4: 4.2e-3}}
     evidence = evidence_of(series, scenario=CPU, expected_steps=4)
 
-    verdict = judge(evidence, CheckSpec(), baseline=None)
+    verdict = judge_checks(evidence, CheckSpec(), baseline=None)
 
     assert verdict.status == "regressed" and verdict.exit_code == 1
     assert [r.name for r in health_rows(evidence, None)][-1] == ROLLOUT_CHECK
@@ -128,7 +128,7 @@ def test_a_replayed_run_passes_with_no_rollout_row() -> None:
     series = {**steady({"actor/pg_loss": 0.1}, range(1, 5)), PROBS_DIFF_MEAN: REPLAYED_MEAN}
     evidence = evidence_of(series, scenario=CPU, expected_steps=4, replayed=[1, 2, 3, 4])
 
-    verdict = judge(evidence, CheckSpec(), baseline=None)
+    verdict = judge_checks(evidence, CheckSpec(), baseline=None)
 
     assert verdict.status == "passed"
     assert ROLLOUT_CHECK not in [r.name for r in verdict.rows]

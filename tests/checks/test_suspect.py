@@ -16,7 +16,7 @@ from workbook.checks.confirmation import decide
 from workbook.checks.junit import verdict_suite, write_junit
 from workbook.checks.runner import spec_of
 from workbook.checks.spec import CheckSpec, parse_checks
-from workbook.checks.verdict import Verdict, exit_code_of, judge
+from workbook.checks.verdict import RunVerdict, exit_code_of, judge_checks
 from workbook.cli import terminal
 from workbook.core.status import FINISHED_VERDICTS, SHOWN
 from workbook.errors import ParamsError
@@ -26,15 +26,15 @@ NOISY, STEADY = "custom/latency", "custom/memory"  # no default policies: the ov
 
 
 def verdict_of(values: dict[str, float], confirm: int,
-               previous: dict[str, Sequence[str | None]] | None) -> Verdict:
+               previous: dict[str, Sequence[str | None]] | None) -> RunVerdict:
     """Both metrics against baseline 10 +- 0.5; only NOISY asks for ``confirm`` nights."""
     baseline = Baseline({m: BaselineMetric(value=10.0, reduce="mean") for m in (NOISY, STEADY)})
     spec = CheckSpec(overrides={NOISY: {"atol": 0.5, "confirm_nights": confirm},
                                 STEADY: {"atol": 0.5}})
-    return judge(evidence_of(steady(values)), spec, baseline=baseline, previous=previous)
+    return judge_checks(evidence_of(steady(values)), spec, baseline=baseline, previous=previous)
 
 
-def status_of(verdict: Verdict, metric: str) -> str:
+def status_of(verdict: RunVerdict, metric: str) -> str:
     return next(r.status for r in verdict.rows if r.name == f"{metric} vs baseline")
 
 

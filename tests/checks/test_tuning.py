@@ -11,7 +11,7 @@ import pytest
 from tests.checks.handmade import evidence_of, steady
 from workbook.checks.baseline import Baseline, BaselineMetric
 from workbook.checks.spec import CheckSpec
-from workbook.checks.verdict import judge
+from workbook.checks.verdict import judge_checks
 from workbook.params.settings import settings_of
 
 CPU = {"profile": "cpu", "device": "Test CPU", "count": 2}
@@ -51,7 +51,7 @@ def test_torch_compile_turned_off_is_compared_and_the_faster_step_is_improved() 
                        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
                        "algorithm.use_kl_in_reward=False"], step=2.5)
 
-    verdict = judge(faster, CheckSpec(), baseline=baseline(settings_of(BLESSED_WITH)))
+    verdict = judge_checks(faster, CheckSpec(), baseline=baseline(settings_of(BLESSED_WITH)))
 
     assert rows(verdict) == {STEP: "improved", "actor/pg_loss": "pass"}
     assert verdict.status == "improved"
@@ -66,7 +66,7 @@ def test_a_tuning_override_changed_still_compares_with_either_baseline(
                       "actor_rollout_ref.rollout.gpu_memory_utilization=0.4",
                       "algorithm.use_kl_in_reward=False"], step=6.7)
 
-    verdict = judge(tuned, CheckSpec(), baseline=baseline(settings))
+    verdict = judge_checks(tuned, CheckSpec(), baseline=baseline(settings))
 
     assert rows(verdict) == {STEP: "pass", "actor/pg_loss": "pass"}
 
@@ -75,7 +75,7 @@ def test_an_algorithmic_override_changed_is_still_not_comparable() -> None:
     other = run_with([*BLESSED_WITH["overrides"][:2], "algorithm.use_kl_in_reward=True"],
                      step=6.7)
 
-    verdict = judge(other, CheckSpec(), baseline=baseline(settings_of(BLESSED_WITH)))
+    verdict = judge_checks(other, CheckSpec(), baseline=baseline(settings_of(BLESSED_WITH)))
 
     assert set(rows(verdict).values()) == {"not_comparable"}
     message = next(r.message for r in verdict.rows if r.kind == "baseline")

@@ -15,7 +15,7 @@ from workbook.checks.expression import compile_expression
 from workbook.checks.junit import verdict_suite, write_junit
 from workbook.checks.runner import judge_run_dir
 from workbook.checks.spec import CheckSpec, parse_checks
-from workbook.checks.verdict import judge
+from workbook.checks.verdict import judge_checks
 
 BASE = Baseline({"timing_s/step": BaselineMetric(value=10.0, reduce="mean", window=(5, 14)),
                  "perf/throughput": BaselineMetric(value=100.0, reduce="mean", window=(5, 14))})
@@ -35,7 +35,7 @@ def test_on_baseline_run_passes_and_the_reason_counts_every_row() -> None:
     evidence = evidence_of(steady({"timing_s/step": 10.0, "perf/throughput": 100.0}),
                            expected_steps=15)
 
-    verdict = judge(evidence, CheckSpec(), baseline=BASE)
+    verdict = judge_checks(evidence, CheckSpec(), baseline=BASE)
 
     assert verdict.status == "passed" and verdict.exit_code == 0
     assert [r.name for r in verdict.rows] == [
@@ -48,7 +48,7 @@ def test_a_run_short_of_its_expected_steps_fails_saying_so() -> None:
     evidence = evidence_of(steady({"timing_s/step": 10.0, "perf/throughput": 100.0}, range(1, 9)),
                            expected_steps=15)
 
-    verdict = judge(evidence, CheckSpec(), baseline=BASE)
+    verdict = judge_checks(evidence, CheckSpec(), baseline=BASE)
 
     assert verdict.status == "failed" and verdict.exit_code == 3
     assert "the run stopped at step 8, before step 15" in verdict.reason
@@ -62,7 +62,7 @@ def test_min_steps_decides_the_required_step(tmp_path: Path) -> None:
     evidence = evidence_of(steady({"timing_s/step": 10.0, "perf/throughput": 100.0},
                                   range(1, 11)), expected_steps=15)
 
-    verdict = judge(evidence, spec, baseline=BASE)
+    verdict = judge_checks(evidence, spec, baseline=BASE)
 
     assert verdict.status == "regressed"  # reached min_steps; the window 5-14 is not covered
     assert verdict.count("error") == 2 and verdict.count("fail") == 0
@@ -73,7 +73,7 @@ def test_a_crashed_run_fails_with_its_diagnosis() -> None:
     diagnosis = {"status": "failed", "category": "oom",
                  "summary": "Out of memory: CUDA out of memory in update_actor; last step 15"}
 
-    verdict = judge(evidence_of(steady({"timing_s/step": 10.0}), diagnosis=diagnosis,
+    verdict = judge_checks(evidence_of(steady({"timing_s/step": 10.0}), diagnosis=diagnosis,
                                 run={"status": "failed", "exit_code": 1}),
                     CheckSpec(), baseline=None)
 
@@ -87,7 +87,7 @@ def test_a_fatal_error_in_a_bare_log_fails_without_any_exit_code() -> None:
                  "summary": "Collective communication failed or timed out: Watchdog caught "
                             "collective operation timeout; last step 1"}
 
-    verdict = judge(evidence_of(steady({"actor/pg_loss": 0.1}, range(1, 2)), run={},
+    verdict = judge_checks(evidence_of(steady({"actor/pg_loss": 0.1}, range(1, 2)), run={},
                                 diagnosis=diagnosis), CheckSpec(), baseline=None)
 
     assert verdict.status == "failed" and "Watchdog" in verdict.reason
@@ -96,7 +96,7 @@ def test_a_fatal_error_in_a_bare_log_fails_without_any_exit_code() -> None:
 def test_a_bare_log_that_states_no_total_and_no_error_passes() -> None:
     diagnosis = {"status": "incomplete", "category": "none", "summary": "No exit status"}
 
-    verdict = judge(evidence_of(steady({"actor/pg_loss": 0.1}), run={}, diagnosis=diagnosis),
+    verdict = judge_checks(evidence_of(steady({"actor/pg_loss": 0.1}), run={}, diagnosis=diagnosis),
                     CheckSpec(), baseline=None)
 
     assert verdict.status == "passed"
@@ -106,14 +106,14 @@ def test_a_bare_log_that_states_no_total_and_no_error_passes() -> None:
 def test_a_stopped_run_is_stopped_and_exits_3_and_a_timeout_fails() -> None:
     stopped = {"status": "stopped", "category": "stopped",
                "summary": "Stopped by the user; last step 6"}
-    verdict = judge(evidence_of(steady({"x": 1.0}, range(1, 7)), diagnosis=stopped,
+    verdict = judge_checks(evidence_of(steady({"x": 1.0}, range(1, 7)), diagnosis=stopped,
                                 run={"status": "stopped", "exit_code": -15},
                                 expected_steps=15), CheckSpec(), baseline=None)
     assert (verdict.status, verdict.exit_code) == ("stopped", 3)
     assert verdict.reason.startswith("Stopped by the user; last step 6")
 
     timeout = {"status": "failed", "category": "timeout", "summary": "Timed out; last step 6"}
-    verdict = judge(evidence_of(steady({"x": 1.0}), diagnosis=timeout,
+    verdict = judge_checks(evidence_of(steady({"x": 1.0}), diagnosis=timeout,
                                 run={"status": "timeout", "exit_code": -15}),
                     CheckSpec(), baseline=None)
     assert verdict.status == "failed" and "Timed out" in verdict.reason
@@ -123,8 +123,9 @@ def test_no_metrics_fails_with_the_diagnosis() -> None:
     diagnosis = {"status": "failed", "category": "config_error",
                  "summary": "Configuration error: Could not override 'x.y'; no step completed"}
 
-    verdict = judge(evidence_of({}, diagnosis=diagnosis, run={"status": "failed", "exit_code": 1},
-                                expected_steps=4), CheckSpec(), baseline=BASE)
+    evidence = evidence_of({}, diagnosis=diagnosis, run={"status": "failed", "exit_code": 1},
+                           expected_steps=4)
+    verdict = judge_checks(evidence, CheckSpec(), baseline=BASE)
 
     assert verdict.status == "failed"
     assert "Could not override 'x.y'" in verdict.reason and "no step completed" in verdict.reason
@@ -133,7 +134,7 @@ def test_no_metrics_fails_with_the_diagnosis() -> None:
 def test_missing_metric_in_expression_is_an_error_not_a_pass() -> None:
     spec = CheckSpec(expressions=(compile_expression('mean(data["absent"]) < 1'),))
 
-    verdict = judge(evidence_of(steady({"x": 1.0})), spec, baseline=None)
+    verdict = judge_checks(evidence_of(steady({"x": 1.0})), spec, baseline=None)
 
     assert verdict.status == "regressed"
     last = verdict.rows[-1]
@@ -148,7 +149,7 @@ def test_a_nan_loss_regresses_with_a_diverged_diagnosis_naming_step_and_metric(
     series[metric][7] = float("nan")
     series[metric][9] = float("inf")
 
-    verdict = judge(evidence_of(series, expected_steps=15), CheckSpec(), baseline=None)
+    verdict = judge_checks(evidence_of(series, expected_steps=15), CheckSpec(), baseline=None)
 
     row = next(r for r in verdict.rows if r.kind == "finite")
     assert row.status == "fail" and row.message == f"{metric} is nan at step 7 (first non-finite value)"
@@ -161,7 +162,7 @@ def test_a_clip_fraction_outside_zero_one_regresses() -> None:
     series = steady({"actor/pg_clipfrac": 0.2})
     series["actor/pg_clipfrac"][4] = 1.5
 
-    verdict = judge(evidence_of(series), CheckSpec(), baseline=None)
+    verdict = judge_checks(evidence_of(series), CheckSpec(), baseline=None)
 
     row = next(r for r in verdict.rows if r.name == "clip fractions within [0, 1]")
     assert row.status == "fail" and "at step 4" in row.message
@@ -173,7 +174,7 @@ def test_device_memory_on_cpu_is_not_measured_and_never_counted_as_a_pass() -> N
     baseline = Baseline({memory: BaselineMetric(value=0.0, reduce="last")}, hardware_key=CPU)
     evidence = evidence_of(steady({memory: 0.0}), run=RUN_ON_CPU, scenario={"profile": "cpu"})
 
-    verdict = judge(evidence, CheckSpec(), baseline=baseline)
+    verdict = judge_checks(evidence, CheckSpec(), baseline=baseline)
 
     row = next(r for r in verdict.rows if r.metric == memory)
     assert row.status == "not_measured" and not row.judged
@@ -185,7 +186,7 @@ def test_zero_device_memory_is_not_measured_on_any_hardware() -> None:
     memory = "actor/perf/max_memory_allocated_gb"
     baseline = Baseline({memory: BaselineMetric(value=20.8, reduce="last")})
 
-    verdict = judge(evidence_of(steady({memory: 0.0})), CheckSpec(), baseline=baseline)
+    verdict = judge_checks(evidence_of(steady({memory: 0.0})), CheckSpec(), baseline=baseline)
 
     assert next(r for r in verdict.rows if r.metric == memory).status == "not_measured"
 
@@ -196,7 +197,7 @@ def test_time_against_a_baseline_from_other_hardware_is_not_comparable() -> None
     evidence = evidence_of(steady({"timing_s/step": 30.0, "actor/pg_loss": 0.1}), run=other,
                            scenario={"profile": "cpu", "lr": 1e-4, "clip_ratio_high": 4e-4})
 
-    verdict = judge(evidence, CheckSpec(), baseline=baseline)
+    verdict = judge_checks(evidence, CheckSpec(), baseline=baseline)
 
     rows = {r.metric: r for r in verdict.rows if r.kind == "baseline"}
     assert rows["timing_s/step"].status == "not_comparable"
@@ -211,7 +212,7 @@ def test_a_run_with_other_settings_says_baseline_not_comparable_instead_of_regre
                            run=RUN_ON_CPU,
                            scenario={"profile": "cpu", "lr": 1e-4, "clip_ratio_high": 6e-4})
 
-    verdict = judge(evidence, CheckSpec(), baseline=baseline)
+    verdict = judge_checks(evidence, CheckSpec(), baseline=baseline)
 
     compared = [r for r in verdict.rows if r.kind == "baseline"]
     assert {r.status for r in compared} == {"not_comparable"}
@@ -225,7 +226,7 @@ def test_environment_and_paths_do_not_make_a_baseline_not_comparable() -> None:
     scenario = {"profile": "cpu", "lr": 1e-4, "model_path": "/other/disk/Qwen/Qwen3-8B",
                 "env": {"HF_HOME": "/somewhere"}}
 
-    verdict = judge(evidence_of(steady({"actor/pg_loss": 0.1}), run=RUN_ON_CPU,
+    verdict = judge_checks(evidence_of(steady({"actor/pg_loss": 0.1}), run=RUN_ON_CPU,
                                 scenario=scenario), CheckSpec(), baseline=baseline)
 
     assert next(r for r in verdict.rows if r.kind == "baseline").status == "pass"
@@ -236,7 +237,7 @@ def test_generation_time_of_replayed_steps_is_left_out() -> None:
     series = steady({"timing_s/gen": 0.04})
     all_replayed = evidence_of(series, run=RUN_ON_CPU, replayed=list(range(1, 16)),
                                scenario={"profile": "cpu", "lr": 1e-4, "clip_ratio_high": 4e-4})
-    row = next(r for r in judge(all_replayed, CheckSpec(), baseline=baseline).rows
+    row = next(r for r in judge_checks(all_replayed, CheckSpec(), baseline=baseline).rows
                if r.kind == "baseline")
     assert row.status == "not_comparable" and "replayed" in row.message
 
@@ -244,7 +245,7 @@ def test_generation_time_of_replayed_steps_is_left_out() -> None:
     partly = evidence_of(series, run=RUN_ON_CPU, replayed=[s for s in range(1, 16)
                                                           if s not in (10, 11, 12)],
                          scenario={"profile": "cpu", "lr": 1e-4, "clip_ratio_high": 4e-4})
-    row = next(r for r in judge(partly, CheckSpec(), baseline=baseline).rows
+    row = next(r for r in judge_checks(partly, CheckSpec(), baseline=baseline).rows
                if r.kind == "baseline")
     assert row.status == "pass" and row.steps == [10, 11, 12] and "left out" in row.message
 
@@ -253,7 +254,8 @@ def test_junit_has_a_case_for_the_run_and_one_per_check(tmp_path: Path) -> None:
     spec = CheckSpec(min_steps=1, expressions=(
         compile_expression('data["x"][1] > 5'), compile_expression('data["x"][1] > 0'),
         compile_expression('data["nope"][1] > 0')))
-    verdict = judge(evidence_of(steady({"x": 1.0, "timing_s/step": 12.0})), spec, baseline=BASE)
+    verdict = judge_checks(evidence_of(steady({"x": 1.0, "timing_s/step": 12.0})), spec,
+                          baseline=BASE)
 
     write_junit([verdict_suite(verdict, "handmade", properties={"report": "r.html"})],
                 tmp_path / "checks.xml")
@@ -268,7 +270,7 @@ def test_junit_has_a_case_for_the_run_and_one_per_check(tmp_path: Path) -> None:
 
 
 def test_checks_json_holds_rows_and_plot_data(tmp_path: Path) -> None:
-    verdict = judge(evidence_of(steady({"timing_s/step": 11.0, "perf/throughput": 100.0})),
+    verdict = judge_checks(evidence_of(steady({"timing_s/step": 11.0, "perf/throughput": 100.0})),
                     CheckSpec(), baseline=BASE)
 
     data = json.loads(verdict.write_json(tmp_path / "checks.json").read_text())

@@ -246,8 +246,8 @@ def other_pages(site: Path, tmp_path_factory) -> dict[str, Path]:
     """A bisect page and a comparison of the site's passed and regressed runs."""
     from test_bisect_page import state
 
+    from workbook.bisect.page import write_bisect_page
     from workbook.cli import main
-    from workbook.report.bisect import write_bisect_page
 
     folder = tmp_path_factory.mktemp("pages")
     bisect = write_bisect_page(folder / "bisect.html", state(folder), folder)

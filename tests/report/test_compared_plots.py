@@ -14,7 +14,7 @@ import pytest
 from tests.checks.handmade import evidence_of
 from workbook.checks.baseline import Baseline, BaselineMetric
 from workbook.checks.spec import CheckSpec
-from workbook.checks.verdict import judge
+from workbook.checks.verdict import judge_checks
 from workbook.metrics.model import RunMetrics
 from workbook.plots.compared import Band, compared_band, compared_bands
 from workbook.plots.layers import WindowMark
@@ -34,7 +34,7 @@ def judged_rows(losses: dict[int, float]) -> list[dict[str, Any]]:
         CLIP: BaselineMetric(value=0.2, reduce="mean", window=(2, 5), sigma=0.01, n=3),
     })
     series = {LOSS: losses, CLIP: dict.fromkeys(LOSSES, 0.21)}
-    verdict = judge(evidence_of(series), CheckSpec(window=(2, 5)), baseline=baseline)
+    verdict = judge_checks(evidence_of(series), CheckSpec(window=(2, 5)), baseline=baseline)
     return json.loads(json.dumps(verdict.to_dict()))["rows"]
 
 

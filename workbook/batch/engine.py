@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbook.batch.lanes import Lanes
 from workbook.batch.orphans import clear_orphans
-from workbook.batch.records import Ledger, Record, resumed
+from workbook.batch.records import BatchFile, Record, resumed
 from workbook.checks.verdict import exit_code_of
 from workbook.core.layout import ERROR_LOG, RunDir
 from workbook.core.quoting import cut, short
@@ -131,7 +131,7 @@ class Batch:
     file holds besides the records, asked at every write (a sweep's comparison page comes last).
     """
 
-    def __init__(self, kind: str, directory: Path, items: Sequence[Item], ledger: Ledger,
+    def __init__(self, kind: str, directory: Path, items: Sequence[Item], ledger: BatchFile,
                  header: Callable[[], dict[str, Any]]) -> None:
         self.kind, self.directory, self.items = kind, Path(directory), list(items)
         self.ledger, self.header = ledger, header

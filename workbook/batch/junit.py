@@ -15,7 +15,7 @@ from typing import Any
 
 from workbook.batch.records import Record
 from workbook.checks.rows import CheckRow
-from workbook.checks.verdict import Verdict
+from workbook.checks.verdict import RunVerdict
 from workbook.core.layout import RunDir
 from workbook.core.status import VERDICTS
 from workbook.core.status import Verdict as Word
@@ -42,7 +42,7 @@ def write_batch_junit(records: Sequence[Record], path: Path) -> Path:
     return write_junit(suites, path)
 
 
-def recorded_verdict(run_dir: Path, record: Record | None = None) -> Verdict:
+def recorded_verdict(run_dir: Path, record: Record | None = None) -> RunVerdict:
     """The verdict the run recorded, rows included; a run never judged is a failed one."""
     rd = RunDir(Path(run_dir))
     checks, run = rd.json_object("checks"), rd.json_object("run")
@@ -53,7 +53,7 @@ def recorded_verdict(run_dir: Path, record: Record | None = None) -> Verdict:
         status = Word.FAILED.value
         reason = (record.reason if record else "") or "the run was not judged"
     rows = [row for row in (_row(r) for r in checks.get("rows") or []) if row is not None]
-    return Verdict(status, reason, rows=rows, last_step=checks.get("last_step"),
+    return RunVerdict(status, reason, rows=rows, last_step=checks.get("last_step"),
                    required_step=checks.get("required_step"), baseline=checks.get("baseline"),
                    diagnosis=checks.get("diagnosis") or run.get("diagnosis"),
                    run_status=checks.get("run_status") or run.get("status"))

@@ -141,7 +141,7 @@ def merged_entries(recorded: list[Any], ours: list[dict[str, Any]]) -> list[Any]
 
 
 @dataclass
-class Ledger:
+class BatchFile:
     """A batch's JSON file: its header, its records under ``field``, and the leftovers of dead
     workbook runs it cleared. ``keep_others``: records of keys this invocation does not run
     stay in the file (a suite's ``--only``); a sweep's file holds its own points only."""

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from workbook.batch.engine import Batch, Engine, Execute, Item, Retry, validate_items
-from workbook.batch.records import Ledger, Record
+from workbook.batch.records import BatchFile, Record
 from workbook.core.layout import SUITE_FILE, SUITES_DIR
 from workbook.core.quoting import cut, short
 from workbook.core.redaction import redact_text
@@ -227,7 +227,7 @@ def run_suite(path: Path, *, runs_root: Path, directory: Path | None = None,
     header: dict[str, Any] = {"suite": name, "file": str(Path(path).resolve())}
     if retry is not None:
         header["retry"] = retry.to_json()
-    batch = Batch("suite", directory, items, Ledger(directory / SUITE_FILE, "entries",
+    batch = Batch("suite", directory, items, BatchFile(directory / SUITE_FILE, "entries",
                                                     keep_others=True), lambda: header)
     batch.save()
     if on_start is not None:

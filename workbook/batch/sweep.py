@@ -31,7 +31,7 @@ from typing import Any
 
 from workbook.batch.engine import Batch, Engine, Execute, Item, validate_items
 from workbook.batch.lanes import Lanes
-from workbook.batch.records import Ledger, Record
+from workbook.batch.records import BatchFile, Record
 from workbook.core.layout import ROLLOUTS_DIR, SWEEP_FILE, SWEEPS_DIR
 from workbook.errors import InputError
 
@@ -66,7 +66,7 @@ class Sweep:
     def __post_init__(self) -> None:
         items = [_item(self.params, self.sets, p) for p in self.points]
         self.batch = Batch("sweep", self.directory, items,
-                           Ledger(self.directory / SWEEP_FILE, "points"), self._header)
+                           BatchFile(self.directory / SWEEP_FILE, "points"), self._header)
         for point, record in zip(self.points, self.batch.records, strict=True):
             point.record = record  # resumed from sweep.json when the sweep ran before
 

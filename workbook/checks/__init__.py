@@ -13,7 +13,7 @@ The modules follow the data, and import only what comes before them:
     rows.py         CheckRow: pass, fail, error, not_measured, not_comparable
     health.py       every run's own checks: completed, steps reached, finite, clip fractions
     comparison.py   comparisons with the baseline
-    verdict.py      judge(evidence, spec, baseline) -> Verdict; checks.json
+    verdict.py      judge_checks(evidence, spec, baseline) -> RunVerdict; checks.json
     junit.py        a verdict as JUnit XML
     blessing.py     ``bless``: a baseline from N good runs
     runner.py       check_path / judge_run_dir: gather and judge (closing writes)
@@ -25,8 +25,8 @@ from workbook.checks.evidence import Evidence, gather
 from workbook.checks.expression import compile_expression
 from workbook.checks.runner import check_path, judge_run_dir
 from workbook.checks.spec import CheckSpec, parse_checks
-from workbook.checks.verdict import Verdict, judge
+from workbook.checks.verdict import RunVerdict, judge_checks
 
-__all__ = ["Baseline", "CheckSpec", "Evidence", "Verdict", "bless", "check_path",
-           "compile_expression", "gather", "judge", "judge_run_dir", "load_baseline",
+__all__ = ["Baseline", "CheckSpec", "Evidence", "RunVerdict", "bless", "check_path",
+           "compile_expression", "gather", "judge_checks", "judge_run_dir", "load_baseline",
            "parse_checks"]

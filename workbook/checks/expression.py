@@ -55,7 +55,7 @@ class EvaluationError(Exception):
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ExpressionResult:
     """Result of one expression on one run."""
 
     passed: bool
@@ -89,7 +89,7 @@ class Expression:
                 seen.append(node.slice.value)  # type: ignore[attr-defined]
         return seen
 
-    def evaluate(self, metrics: RunMetrics, baseline: Baseline | None = None) -> Outcome:
+    def evaluate(self, metrics: RunMetrics, baseline: Baseline | None = None) -> ExpressionResult:
         """Compute the check; raises :class:`EvaluationError` when it cannot be computed."""
         try:
             return self._evaluate(metrics, baseline)
@@ -97,7 +97,7 @@ class Expression:
             raise EvaluationError(f"cannot be computed on this run: {type(exc).__name__}: "
                                   f"{cut(str(exc))}") from None
 
-    def _evaluate(self, metrics: RunMetrics, baseline: Baseline | None) -> Outcome:
+    def _evaluate(self, metrics: RunMetrics, baseline: Baseline | None) -> ExpressionResult:
         env = _Env(metrics, baseline)
         passed = env.truth(self.tree.body)  # and/or short-circuit as in Python
         reported = _reported_compare(self.tree.body)
@@ -124,7 +124,7 @@ class Expression:
             message = f"{expected} is false for value {_fmt(value)}"
         else:
             message = "expression is false"
-        return Outcome(passed, value, expected, message)
+        return ExpressionResult(passed, value, expected, message)
 
 
 def compile_expression(text: str, name: str | None = None) -> Expression:

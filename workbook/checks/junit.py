@@ -1,4 +1,4 @@
-"""JUnit XML for CI systems, through junitparser (the one module that imports it).
+"""JUnit XML for CI systems, through junitparser.
 
 A verdict becomes one ``<testsuite>``: a test case for the run itself (an error when the run
 failed or was stopped, with the diagnosis; a failure when it regressed) and one per check row
@@ -6,33 +6,25 @@ failed or was stopped, with the diagnosis; a failure when it regressed) and one 
 reason, ``improved`` a pass whose ``system-out`` says by how much; an improved run's case passes
 and the suite's ``verdict`` property says ``improved``; ``suspect`` likewise a pass whose
 ``system-out`` says it waits for another night beyond the band). A suite of scenarios writes one file
-holding a suite per scenario. CI uploads the file, so every message, property and output in it
-is redacted, element by element, on the way out.
-
-An alignment of two runs (``workbook align --junit``) is a suite of its own: one test case per
-metric, a failure for each thresholded metric beyond its threshold (its mean error and the first
-step beyond), a case for the steps B reached and, when judged, the throughput ratio; the
-warnings (a run not made deterministic) are the suite's ``system-out``.
+holding a suite per scenario (an alignment's suite is :mod:`workbook.align.junit`'s). CI uploads
+the file, so every message, property and output in it is redacted, element by element, on the way
+out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from junitparser import Error, Failure, JUnitXml, Skipped, SystemOut, TestCase, TestSuite
+from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from workbook.checks.rows import ERROR, FAIL, IMPROVED, SUSPECT
-from workbook.checks.verdict import Verdict
+from workbook.checks.verdict import RunVerdict
 from workbook.core.layout import write_redacted
 from workbook.core.status import Verdict as Word
 
-if TYPE_CHECKING:  # at run time it would import scipy into every command (workbook check's too)
-    from workbook.checks.aligned_runs import Alignment
 
-
-def verdict_suite(verdict: Verdict, name: str, *, time_s: float | None = None,
+def verdict_suite(verdict: RunVerdict, name: str, *, time_s: float | None = None,
                   properties: Mapping[str, object] | None = None) -> TestSuite:
     """One ``<testsuite>`` for a judged run (``properties`` such as the report path)."""
     suite = TestSuite(name)
@@ -69,48 +61,6 @@ def skipped_suite(name: str, why: str) -> TestSuite:
     return suite
 
 
-def alignment_suite(alignment: Alignment, *, page: str | None = None) -> TestSuite:
-    """One ``<testsuite>`` named ``alignment <A> vs <B>`` (run ids; the scenario a property)."""
-    from workbook.checks.aligned_runs import steps_expected  # scipy: workbook align's only
-    from workbook.checks.alignment import steps_problem
-
-    a, b = alignment.a, alignment.b
-    name = f"alignment {a.run_id} vs {b.run_id}"
-    suite = TestSuite(name)
-    for key, value in {"verdict": alignment.status, "reason": alignment.judgement.reason,
-                       "scenario": a.scenario, "run_a": a.path, "run_b": b.path,
-                       "page": page}.items():
-        suite.add_property(key, "" if value is None else str(value))
-    steps = TestCase("steps reached", classname=name)
-    short_of = steps_problem(b.steps_reached, steps_expected(a))
-    if short_of:
-        steps.result = [Failure(short_of, "steps")]
-    suite.add_testcase(steps)
-    for m in alignment.metrics:
-        case = TestCase(m.metric, classname=name)
-        case.system_out = (f"{m.status}: mean error {_pct(m.mae)}, largest {_pct(m.max_error)}"
-                           f"{'' if m.threshold is None else f', threshold {m.threshold:g} %'}"
-                           f" over {len(m.steps)} steps; paired test: "
-                           f"{m.paired.note if m.paired else 'not computed'}")
-        if not m.holds:
-            case.result = [Failure(m.problem(), m.status)]
-        suite.add_testcase(case)
-    rate = alignment.throughput
-    if rate.minimum is not None:
-        case = TestCase("throughput ratio", classname=name)
-        if not rate.holds:
-            case.result = [Failure(rate.problem(), "throughput")]
-        suite.add_testcase(case)
-    if alignment.judgement.warnings:
-        suite.append(SystemOut("\n".join(alignment.judgement.warnings)))
-    suite.update_statistics()
-    return suite
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3g} %"
-
-
 def write_junit(suites: Iterable[TestSuite], path: Path) -> Path:
     """Write ``<testsuites>`` holding ``suites`` to ``path`` (atomically)."""
     xml = JUnitXml("workbook")
@@ -122,7 +72,7 @@ def write_junit(suites: Iterable[TestSuite], path: Path) -> Path:
     return write_redacted(Path(path), text, form="xml")  # messages quote logs: by element
 
 
-def _run_case(verdict: Verdict, name: str, time_s: float | None) -> TestCase:
+def _run_case(verdict: RunVerdict, name: str, time_s: float | None) -> TestCase:
     case = TestCase("run", classname=name, time=time_s)
     diagnosis = verdict.diagnosis or {}
     detail = "\n".join([str(diagnosis.get("summary") or ""),

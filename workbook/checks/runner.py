@@ -16,14 +16,14 @@ from workbook.checks.baseline import Baseline, load_baseline
 from workbook.checks.confirmation import Previous, asks_confirmation
 from workbook.checks.evidence import Evidence, gather, is_run_directory, params_dir_for
 from workbook.checks.spec import CheckSpec, parse_checks
-from workbook.checks.verdict import Verdict, judge
+from workbook.checks.verdict import RunVerdict, judge_checks
 from workbook.core.layout import RUN_FILES
 from workbook.errors import ParamsError
 
 
 def check_path(path: Path, *, baseline: Path | None = None, expressions: Sequence[str] = (),
                scenario: tuple[Mapping[str, Any], Path] | None = None,
-               out: Path | None = None) -> tuple[Verdict, Path]:
+               out: Path | None = None) -> tuple[RunVerdict, Path]:
     """Judge a run directory, console log or JSONL bare (no previous nights: a run directory's
     own judgement is :func:`workbook.history.judgement.judge_night`); returns the verdict and
     where its checks.json would go (:func:`checks_json_for`). Writes nothing.
@@ -66,7 +66,7 @@ def checks_json_for(path: Path, out: Path | None = None) -> Path:
 def judge_run_dir(path: Path, *, scenario: Mapping[str, Any] | None = None,
                   params_dir: Path | None = None, baseline: Path | None = None,
                   expressions: Sequence[str] = (),
-                  previous: Callable[[], Previous] | None) -> Verdict:
+                  previous: Callable[[], Previous] | None) -> RunVerdict:
     """Judge a run directory (or a log or JSONL) and write nothing.
 
     ``scenario`` is the validated scenario (a mapping); without it the run directory's
@@ -93,7 +93,7 @@ def spec_of(scenario: Mapping[str, Any], params_dir: Path) -> CheckSpec:
 
 
 def judge_evidence(evidence: Evidence, spec: CheckSpec, *,
-                   previous: Previous | None = None) -> Verdict:
+                   previous: Previous | None = None) -> RunVerdict:
     """The verdict with the spec's baseline loaded (BaselineError when it cannot be read)."""
     baseline: Baseline | None = load_baseline(spec.baseline) if spec.baseline else None
-    return judge(evidence, spec, baseline=baseline, previous=previous)
+    return judge_checks(evidence, spec, baseline=baseline, previous=previous)

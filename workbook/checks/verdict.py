@@ -19,8 +19,8 @@
 - ``passed`` (exit 0): every judged row passed. Rows that are ``not_measured`` or
   ``not_comparable`` are shown and counted apart, never as passes.
 
-:func:`judge` is pure: the same :class:`~workbook.checks.evidence.Evidence`, spec and baseline
-give the same verdict in ``workbook run``, ``workbook check``, ``workbook report`` and the
+:func:`judge_checks` is pure: the same :class:`~workbook.checks.evidence.Evidence`, spec and
+baseline give the same verdict in ``workbook run``, ``workbook check``, ``workbook report`` and the
 notebook. Rendering (checks.json here; the table and JUnit XML in their own modules) reads a
 finished verdict and never feeds back into it.
 """
@@ -69,7 +69,7 @@ def refresh_hint(scenario: str | None) -> str:
 
 
 @dataclass
-class Verdict:
+class RunVerdict:
     """Rows plus the one-word outcome and a one-line reason."""
 
     status: str
@@ -108,8 +108,8 @@ class Verdict:
         return write_json(Path(path), self.to_dict())
 
 
-def judge(evidence: Evidence, spec: CheckSpec, *, baseline: Baseline | None,
-          previous: Previous | None = None) -> Verdict:
+def judge_checks(evidence: Evidence, spec: CheckSpec, *, baseline: Baseline | None,
+          previous: Previous | None = None) -> RunVerdict:
     """Judge one run's evidence against the spec and baseline; ``previous`` is the previous
     nights' baseline-row statuses per metric, newest first (none known: a failure of a policy
     that asks for ``confirm_nights`` is suspect)."""
@@ -123,7 +123,7 @@ def judge(evidence: Evidence, spec: CheckSpec, *, baseline: Baseline | None,
     required, _ = required_step(evidence, spec.min_steps, window_end)
     diagnosis = divergence(rows, metrics.last_step) or evidence.diagnosis
     status, reason = _outcome(rows, evidence.diagnosis, _scenario_name(evidence, baseline))
-    verdict = Verdict(status, reason, rows=rows, last_step=metrics.last_step,
+    verdict = RunVerdict(status, reason, rows=rows, last_step=metrics.last_step,
                       required_step=required, run_status=evidence.run.get("status"),
                       diagnosis=diagnosis)
     if baseline is not None:

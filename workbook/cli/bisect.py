@@ -52,8 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbook.batch.bisect import run_bisect
-    from workbook.batch.bisect_plan import plan_bisect
+    from workbook.bisect.plan import plan_bisect
+    from workbook.bisect.search import run_bisect
     from workbook.report.index import write_index
 
     root = (args.runs_root or default_root()).resolve()

@@ -13,7 +13,7 @@ from typing import Any
 from workbook.checks.evidence import is_run_directory
 from workbook.checks.junit import verdict_suite, write_junit
 from workbook.checks.runner import check_path, checks_json_for
-from workbook.checks.verdict import Verdict
+from workbook.checks.verdict import RunVerdict
 from workbook.cli import terminal
 from workbook.core.layout import RUN_FILES, RunDir
 from workbook.core.status import ACTIVE
@@ -84,7 +84,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def _check_run(args: argparse.Namespace, scenario: tuple[dict[str, Any], Path] | None
-               ) -> Verdict:
+               ) -> RunVerdict:
     """A run directory: judged as its closing judges it; a what-if printed (and written to
     ``--out`` only); the run's own verdict, when stale, recorded again by closing it."""
     from workbook.history.judgement import judge_night
@@ -119,7 +119,7 @@ def _check_run(args: argparse.Namespace, scenario: tuple[dict[str, Any], Path] |
     return verdict
 
 
-def _write(verdict: Verdict, out: Path) -> None:
+def _write(verdict: RunVerdict, out: Path) -> None:
     try:
         verdict.write_json(out)
     except OSError as exc:
@@ -127,7 +127,7 @@ def _write(verdict: Verdict, out: Path) -> None:
                          "writable --out PATH") from None
 
 
-def verdict_table(verdict: Verdict) -> object:
+def verdict_table(verdict: RunVerdict) -> object:
     """The checks as a terminal table, one row per check."""
     rows = [(row.status, row.name, "-" if row.value is None else f"{row.value:.6g}",
              row.expected, row.message) for row in verdict.rows]

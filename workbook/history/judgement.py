@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from workbook.checks.runner import judge_run_dir
-from workbook.checks.verdict import Verdict
+from workbook.checks.verdict import RunVerdict
 from workbook.core.layout import RUN_FILES, read_json_object
 from workbook.history.ledger import previous_comparisons, read_ledger
 
 
 def judge_night(run_dir: Path, *, baseline: Path | None = None, expressions: Sequence[str] = (),
-                scenario: tuple[Mapping[str, Any], Path] | None = None) -> Verdict:
+                scenario: tuple[Mapping[str, Any], Path] | None = None) -> RunVerdict:
     """The run directory's verdict as its closing gives it, or as a what-if gives it with
     another ``baseline``, more ``expressions`` or another ``scenario`` (its resolved mapping and
     the folder its baseline path is relative to). Writes nothing.

@@ -1,6 +1,6 @@
 """The alignment page of two runs: what ``notebooks/align.ipynb``'s report cells show.
 
-:func:`prepare` aligns run B with the reference run A (:mod:`workbook.checks.aligned_runs`) and
+:func:`prepare` aligns run B with the reference run A (:mod:`workbook.align.runs`) and
 records the result in its folder as ``alignment.json`` (``<runs root>/alignments/<id>/`` unless
 told otherwise). Every section here reads that record, never the runs again, so the page says
 exactly what the record and the exit code say. ``workbook align`` and the notebook's last cell
@@ -20,8 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
-from workbook.checks.aligned_runs import Alignment, RunSide, align_runs
-from workbook.checks.alignment import (
+from workbook.align.compute import (
     BEYOND,
     MISSING,
     REPORTED,
@@ -31,6 +30,8 @@ from workbook.checks.alignment import (
     percent_text,
     threshold_text,
 )
+from workbook.align.plot import aligned_curves
+from workbook.align.runs import Alignment, RunSide, align_runs
 from workbook.checks.evidence import read_run
 from workbook.core.layout import (
     ALIGNMENT_FILE,
@@ -42,7 +43,6 @@ from workbook.core.layout import (
 )
 from workbook.core.quoting import value_text
 from workbook.errors import InputError
-from workbook.plots.alignment import aligned_curves
 from workbook.report.links import report_href
 from workbook.report.palette import differs_style, warning_style
 from workbook.report.sections import Figure, Section, encoded
@@ -131,7 +131,7 @@ class AlignmentSection(Section[D]):
 
 
 @dataclass(frozen=True)
-class Verdict:
+class AlignmentVerdict:
     status: str
     reason: str
     problems: tuple[str, ...]
@@ -185,7 +185,7 @@ class Runs:
     differs_style: str
 
 
-def verdict(value: Any) -> AlignmentSection[Verdict]:
+def verdict(value: Any) -> AlignmentSection[AlignmentVerdict]:
     """The banner: aligned or not, why, and the warnings (a run not made deterministic)."""
     a = record_of(value).alignment
     steps = sorted({s for m in a.metrics for s in m.steps})
@@ -195,7 +195,7 @@ def verdict(value: Any) -> AlignmentSection[Verdict]:
              ("steps reached", f"A {a.a.steps_reached}, B {a.b.steps_reached}"
               + (f" of {a.a.expected_steps}" if a.a.expected_steps else "")),
              ("throughput B/A", _number(a.throughput.ratio)))
-    return AlignmentSection("alignment-verdict", Verdict(
+    return AlignmentSection("alignment-verdict", AlignmentVerdict(
         a.status, a.judgement.reason, a.judgement.problems, a.judgement.warnings, facts,
         warning_style()))
 

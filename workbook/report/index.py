@@ -41,10 +41,9 @@ from workbook.history.ledger import Entry, problems, read_all
 from workbook.history.onsets import onsets as onsets_of
 from workbook.plots.trends import ChangeMark, change_marks, trend_chart
 from workbook.report import links
-from workbook.report.bisect import BANNER as BISECT_BANNER
 from workbook.report.nightly import NightlyRow, nightly_html, nightly_rows
 from workbook.report.page import page
-from workbook.report.palette import ALIGNMENT_VERDICTS
+from workbook.report.palette import ALIGNMENT_VERDICTS, BISECT_BANNER
 from workbook.report.sparkline import sparkline
 from workbook.report.summary import HEADLINES, RunSummary, RunTree, scan, summarize
 from workbook.report.template import environment

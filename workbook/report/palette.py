@@ -25,6 +25,8 @@ VERDICT_COLOURS = {  # verdict -> (border, background)
 }
 # workbook align's verdicts -> the run verdict whose colours each wears (banner and index badge)
 ALIGNMENT_VERDICTS = {"aligned": Verdict.PASSED.value, "not aligned": Verdict.REGRESSED.value}
+BISECT_BANNER = {"found": "regressed", "ambiguous": "suspect", "stopped": "stopped",
+                 "green": "passed", "failed": "failed", "running": "running"}  # result -> its colour
 STATUS_COLOURS = {  # check row status -> (background, text)
     "pass": ("#cfeee2", "#005c45"), "fail": ("#f8d3c2", "#8a2f00"), "error": ("#fde3b0", "#6b4700"),
     "improved": ("#cdecf2", "#005566"), "suspect": ("#f7f0b5", "#5c5200"),

@@ -3,9 +3,9 @@
 The repository and both revisions must exist, ``--good`` must come before ``--bad`` on the
 first-parent line with a commit between them, the scenario must validate (once, against the
 repository's own checkout, as ``workbook validate --verl REPO`` would) and the bad night must be
-known or knowable: from ``--bad-run``, else the ledger (:mod:`workbook.batch.bad_night`), else
+known or knowable: from ``--bad-run``, else the ledger (:mod:`workbook.bisect.bad_night`), else
 the bad commit runs first. Each refusal is bad input (exit 2) before a worktree or a run exists;
-:mod:`workbook.batch.bisect` then runs the plan.
+:mod:`workbook.bisect.search` then runs the plan.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbook.batch import bad_night
-from workbook.batch.bisect_state import BadNight
 from workbook.batch.engine import Item, validate_items
-from workbook.batch.repository import Commit, Repository
+from workbook.bisect import bad_night
+from workbook.bisect.repository import Commit, Repository
+from workbook.bisect.state import BadNight
 from workbook.core.layout import bisect_dir
 from workbook.errors import InputError
 from workbook.scenario import load_scenario

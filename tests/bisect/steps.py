@@ -2,7 +2,7 @@
 
 :class:`FakeSteps` takes ``execute_run``'s place (the seam the batch engine offers): it learns
 which commit a step tests from the worktree its ``verl.path`` names (each commit of
-:mod:`tests.batch.repos` writes its name into ``verl/__init__.py``), so a wrong checkout would
+:mod:`tests.bisect.repos` writes its name into ``verl/__init__.py``), so a wrong checkout would
 show, and leaves a run directory with the verdict the table gives that commit.
 """
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbook.batch.bisect_state import BadNight
+from workbook.bisect.state import BadNight
 from workbook.core.layout import RunDir, is_run_dir
 from workbook.core.quoting import cut
 from workbook.core.status import RED

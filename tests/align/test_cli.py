@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.alignment.runs import SCENARIO, changed, records, write_run
+from tests.align.runs import SCENARIO, changed, records, write_run
 from workbook.cli import main, parser
 from workbook.cli.align import run_command
 from workbook.core.layout import RunDir

@@ -32,7 +32,7 @@ from workbook.metrics.failures import INFRASTRUCTURE
 GREEN_VERDICTS = (Verdict.PASSED.value, Verdict.IMPROVED.value, Verdict.SUSPECT.value)
 
 
-class Outcome(StatusWord):
+class CommitOutcome(StatusWord):
     """What one tested commit says: the regression is there, is not, or cannot be told."""
 
     GOOD = "good"
@@ -52,25 +52,27 @@ class BadVerdict:
         return self.status + (f" ({self.category})" if self.category else "")
 
 
-def classify(verdict: str, category: str | None, bad: BadVerdict) -> tuple[Outcome | None, str]:
+def classify(verdict: str, category: str | None,
+             bad: BadVerdict) -> tuple[CommitOutcome | None, str]:
     """The outcome of a run judged ``verdict`` (its diagnosis ``category``, if any) and why;
     ``None`` for a stopped run (not an outcome: its commit is tested again)."""
     if verdict == Verdict.STOPPED.value:
         return None, "stopped before its verdict: the commit is tested again"
     if verdict in GREEN_VERDICTS:
-        return Outcome.GOOD, f"green: the bad night's {bad.status} verdict is not there"
+        return CommitOutcome.GOOD, f"green: the bad night's {bad.status} verdict is not there"
     if category == INFRASTRUCTURE:
-        return Outcome.SKIP, "failed on the infrastructure, not the code"
+        return CommitOutcome.SKIP, "failed on the infrastructure, not the code"
     if verdict != bad.status:
-        return Outcome.SKIP, (f"{verdict or 'no verdict'} where the bad night {bad.status}: "
+        return CommitOutcome.SKIP, (f"{verdict or 'no verdict'} where the bad night {bad.status}: "
                               "says nothing of its regression")
     if verdict == Verdict.REGRESSED.value:
-        return Outcome.BAD, "regressed, as the bad night did"
+        return CommitOutcome.BAD, "regressed, as the bad night did"
     if not category:
-        return Outcome.SKIP, "failed without a diagnosis (the workbook could not run it)"
+        return CommitOutcome.SKIP, "failed without a diagnosis (the workbook could not run it)"
     if bad.category and category != bad.category:
-        return Outcome.SKIP, f"failed otherwise ({category}) than the bad night ({bad.category})"
-    return Outcome.BAD, f"failed ({category}), as the bad night did"
+        return CommitOutcome.SKIP, (f"failed otherwise ({category}) than the bad night "
+                                    f"({bad.category})")
+    return CommitOutcome.BAD, f"failed ({category}), as the bad night did"
 
 
 @dataclass(frozen=True)
@@ -86,20 +88,20 @@ class Decision:
         return self.next is None
 
 
-def remaining(candidates: Sequence[str], outcomes: Mapping[str, Outcome]) -> tuple[int, int]:
+def remaining(candidates: Sequence[str], outcomes: Mapping[str, CommitOutcome]) -> tuple[int, int]:
     """``(lo, hi)``: the index of the newest good candidate before the earliest bad one (-1:
     GOOD itself) and of that bad one (the last candidate, BAD, when none tested bad)."""
     if not candidates:
         raise ValueError("a bisect needs at least one candidate (the bad commit)")
     last = len(candidates) - 1
     hi = next((i for i, sha in enumerate(candidates[:last])
-               if outcomes.get(sha) == Outcome.BAD), last)
-    lo = max((i for i, sha in enumerate(candidates[:hi]) if outcomes.get(sha) == Outcome.GOOD),
-             default=-1)
+               if outcomes.get(sha) == CommitOutcome.BAD), last)
+    lo = max((i for i, sha in enumerate(candidates[:hi])
+              if outcomes.get(sha) == CommitOutcome.GOOD), default=-1)
     return lo, hi
 
 
-def decide(candidates: Sequence[str], outcomes: Mapping[str, Outcome]) -> Decision:
+def decide(candidates: Sequence[str], outcomes: Mapping[str, CommitOutcome]) -> Decision:
     """The next candidate to test, or the result (see the module docstring)."""
     lo, hi = remaining(candidates, outcomes)
     inside = range(lo + 1, hi)
@@ -112,7 +114,7 @@ def decide(candidates: Sequence[str], outcomes: Mapping[str, Outcome]) -> Decisi
     return Decision(one_of=tuple(candidates[i] for i in inside) + (candidates[hi],))
 
 
-def states(candidates: Sequence[str], outcomes: Mapping[str, Outcome]) -> list[str]:
+def states(candidates: Sequence[str], outcomes: Mapping[str, CommitOutcome]) -> list[str]:
     """Each candidate's state for a page: its outcome, or ``untested`` inside the remaining
     range, or ``not needed`` outside it; the last candidate without a step is ``bad`` (the night)."""
     lo, hi = remaining(candidates, outcomes)
@@ -121,11 +123,11 @@ def states(candidates: Sequence[str], outcomes: Mapping[str, Outcome]) -> list[s
         if sha in outcomes:
             shown.append(str(outcomes[sha]))
         elif i == len(candidates) - 1:
-            shown.append(Outcome.BAD.value)
+            shown.append(CommitOutcome.BAD.value)
         else:
             shown.append("untested" if lo < i < hi else "not needed")
     return shown
 
 
-__all__ = ["GREEN_VERDICTS", "BadVerdict", "Decision", "Outcome", "classify",
+__all__ = ["GREEN_VERDICTS", "BadVerdict", "CommitOutcome", "Decision", "classify",
            "decide", "remaining", "states"]

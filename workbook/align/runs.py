@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbook.checks.alignment import (
+from workbook.align.compute import (
     THROUGHPUT,
     Judgement,
     MetricAlignment,
     Throughput,
     align_metric,
-    judge,
+    judge_alignment,
     metric_names,
     percent,
     positive,
@@ -138,7 +138,7 @@ def align_runs(path_a: Path, path_b: Path, *, thresholds: Mapping[str, float] | 
     if not b.replayed_steps:
         warnings.append("run B replayed no rollouts: the runs trained on different samples, so "
                         "their curves differ by sampling as well as by numerics")
-    verdict = judge(rows, rate, steps_b=b.steps_reached, expected=steps_expected(a),
+    verdict = judge_alignment(rows, rate, steps_b=b.steps_reached, expected=steps_expected(a),
                     warnings=warnings)
     return Alignment(a, b, rows, rate, verdict, now_iso())
 

@@ -13,7 +13,7 @@ within a group). The mean absolute error in % is ``100 * mean_t e_t``, i.e.
 ``sum |b - a| / sum |a|``. A metric A logged as 0 at every step has no scale: B agrees only by
 being 0 too (else the error is undefined, and a thresholded metric is then not aligned).
 
-Pure: this module reads no file (:mod:`workbook.checks.aligned_runs` does).
+Pure: this module reads no file (:mod:`workbook.align.runs` does).
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ class Judgement:
         return EXIT_PASSED if self.status == ALIGNED else EXIT_REGRESSED
 
 
-def judge(metrics: Iterable[MetricAlignment], rate: Throughput, *, steps_b: int,
+def judge_alignment(metrics: Iterable[MetricAlignment], rate: Throughput, *, steps_b: int,
           expected: int, warnings: Iterable[str] = ()) -> Judgement:
     """Aligned when B reached the steps A expected, every thresholded metric is within its
     threshold and the throughput criterion (if any) holds; else not aligned, each problem named."""

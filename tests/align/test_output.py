@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from junitparser import Failure, JUnitXml, SystemOut
 
-from tests.alignment.runs import changed, records, write_run
-from workbook.checks.junit import alignment_suite, write_junit
+from tests.align.runs import changed, records, write_run
+from workbook.align.junit import alignment_suite
+from workbook.checks.junit import write_junit
 from workbook.core.layout import ALIGNMENT_FILE, ALIGNMENT_PAGE, ALIGNMENTS_DIR
 from workbook.report import alignment
 from workbook.report.index import write_index

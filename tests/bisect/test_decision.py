@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from workbook.batch.bisection import BadVerdict, Decision, Outcome, classify, decide, states
+from workbook.bisect.decision import BadVerdict, CommitOutcome, Decision, classify, decide, states
 
-G, B, S = Outcome.GOOD, Outcome.BAD, Outcome.SKIP
+G, B, S = CommitOutcome.GOOD, CommitOutcome.BAD, CommitOutcome.SKIP
 EIGHT = [f"c{i}" for i in range(8)]  # c7 is the bad night's commit
 
 DECISIONS = [
@@ -39,7 +39,7 @@ DECISIONS = [
 @pytest.mark.parametrize("case, candidates, outcomes, expected", DECISIONS,
                          ids=[d[0] for d in DECISIONS])
 def test_each_next_commit_and_result_follows_from_the_outcomes(
-        case: str, candidates: list[str], outcomes: dict[str, Outcome],
+        case: str, candidates: list[str], outcomes: dict[str, CommitOutcome],
         expected: Decision) -> None:
     assert decide(candidates, outcomes) == expected
 
@@ -47,7 +47,7 @@ def test_each_next_commit_and_result_follows_from_the_outcomes(
 def test_a_culprit_is_found_in_as_few_steps_as_halving_takes() -> None:
     candidates = [f"c{i}" for i in range(64)]
     for culprit in range(64):
-        outcomes: dict[str, Outcome] = {}
+        outcomes: dict[str, CommitOutcome] = {}
         steps = 0
         while not (decision := decide(candidates, outcomes)).done:
             steps += 1
@@ -92,7 +92,7 @@ CLASSIFIED = [
 @pytest.mark.parametrize("verdict, category, bad, outcome", CLASSIFIED,
                          ids=[f"{c[0] or 'none'}-{c[1]}-vs-{c[2].describe()}" for c in CLASSIFIED])
 def test_a_verdict_is_bad_only_when_it_is_the_bad_nights(
-        verdict: str, category: str | None, bad: BadVerdict, outcome: Outcome | None) -> None:
+        verdict: str, category: str | None, bad: BadVerdict, outcome: CommitOutcome | None) -> None:
     found, why = classify(verdict, category, bad)
 
     assert found == outcome

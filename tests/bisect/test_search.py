@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.batch.bisects import FakeSteps, judged
-from tests.batch.repos import git, line_of
-from workbook.batch.bisect import run_bisect
-from workbook.batch.bisect_plan import BisectPlan, plan_bisect
-from workbook.batch.bisect_state import StateError
+from tests.bisect.repos import git, line_of
+from tests.bisect.steps import FakeSteps, judged
+from workbook.bisect.plan import BisectPlan, plan_bisect
+from workbook.bisect.search import run_bisect
+from workbook.bisect.state import StateError
 from workbook.core.layout import BISECT_FILE, BISECT_PAGE, BISECT_WORKTREES_DIR
 from workbook.errors import InputError
 from workbook.history.ledger import read_ledger, record

@@ -19,13 +19,12 @@ from workbook.core.layout import RunDir, write_atomic
 from workbook.core.quoting import cut
 from workbook.report.links import report_href
 from workbook.report.page import page
+from workbook.report.palette import BISECT_BANNER
 from workbook.report.template import environment
 
 TEMPLATE = "bisect.html.j2"
 MACRO = "bisect"
 FAILING = ("fail", "error")  # check rows a step's run failed
-BANNER = {"found": "regressed", "ambiguous": "suspect", "stopped": "stopped", "green": "passed",
-          "failed": "failed", "running": "running"}  # result -> the verdict colour it borrows
 
 
 @dataclass(frozen=True)
@@ -105,7 +104,7 @@ def bisect_view(data: Mapping[str, Any], directory: Path) -> BisectView:
     night_dir = night.get("run_dir")
     return BisectView(
         scenario=str(data.get("scenario") or ""), status=status,
-        banner=BANNER.get(status, "running"), message=str(result.get("message") or ""),
+        banner=BISECT_BANNER.get(status, "running"), message=str(result.get("message") or ""),
         good=str(data.get("good") or ""), bad=str(data.get("bad") or ""),
         repo=str(data.get("repo") or ""), sets=tuple(str(s) for s in data.get("sets") or []),
         night=facts, night_href=_report_href(night_dir, directory) if night_dir else None,

@@ -1,18 +1,8 @@
-"""``workbook bisect``: from a red night to the verl commit that caused it.
-
-Between the last green night and a red one lie the verl commits ``good..bad`` along the
-first-parent line (:mod:`workbook.batch.repository`), checked with everything else the user
-asked before anything starts (:mod:`workbook.batch.bisect_plan`). Each step checks one of them
-out into a git worktree inside the bisect directory and runs the scenario once with
-``verl.path`` set to it, through the batch engine (:mod:`workbook.batch.engine`: the run, judge
-and report of ``workbook run``, clearing of leftovers, the answer to SIGINT/SIGTERM); its
-verdict becomes good, bad or skip, and the next commit is chosen
-(:mod:`workbook.batch.bisection`) until the first bad commit is known or only skipped commits
-are left.
+"""The steps of a bisect, each a run of the scenario through the batch engine.
 
 Everything lands in one bisect directory (``<runs root>/bisects/<scenario>/<good7>-<bad7>/``):
-``bisect.json`` (:mod:`workbook.batch.bisect_state`, written after every change), ``bisect.html``
-(:mod:`workbook.report.bisect`, after every step), each step's run under
+``bisect.json`` (:mod:`workbook.bisect.state`, written after every change), ``bisect.html``
+(:mod:`workbook.bisect.page`, after every step), each step's run under
 ``steps/<n>-<sha7>/<run_id>/`` and, while a step runs, its worktree under ``.worktrees/``
 (removed when the step ends; whatever a killed bisect left is reused or replaced). Running the
 same command again continues: finished steps are kept, a stopped step's commit is tested again.
@@ -28,26 +18,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbook.batch import bad_night
-from workbook.batch.bisect_plan import BisectPlan
-from workbook.batch.bisect_state import (
+from workbook.batch.engine import Batch, Engine, Execute, Item
+from workbook.batch.records import BatchFile, Record
+from workbook.bisect import bad_night
+from workbook.bisect.decision import (
+    GREEN_VERDICTS,
+    CommitOutcome,
+    Decision,
+    classify,
+    decide,
+    states,
+)
+from workbook.bisect.page import write_bisect_page
+from workbook.bisect.plan import BisectPlan
+from workbook.bisect.repository import RepositoryError
+from workbook.bisect.state import (
     STEP_FIELDS,
     BadNight,
     BisectState,
     Result,
     read_state,
 )
-from workbook.batch.bisection import (
-    GREEN_VERDICTS,
-    Decision,
-    Outcome,
-    classify,
-    decide,
-    states,
-)
-from workbook.batch.engine import Batch, Engine, Execute, Item
-from workbook.batch.records import Ledger, Record
-from workbook.batch.repository import RepositoryError
 from workbook.core.layout import (
     BISECT_FILE,
     BISECT_PAGE,
@@ -64,7 +55,6 @@ from workbook.errors import (
     LaunchError,
 )
 from workbook.metrics.failures import INFRASTRUCTURE
-from workbook.report.bisect import write_bisect_page
 
 # a found commit passes; a bad commit green here is bad input (nothing to bisect); every other
 # end (ambiguous, stopped, failed) is a bisect that could not finish
@@ -132,7 +122,7 @@ class Bisect:
         items = [self._item(str(s["key"]), str(s["sha"]), {k: s.get(k) for k in STEP_FIELDS})
                  for s in state.steps]
         self.batch = Batch("bisect", plan.directory / BISECT_STEPS_DIR, items,
-                           Ledger(plan.directory / BISECT_FILE, "steps"),
+                           BatchFile(plan.directory / BISECT_FILE, "steps"),
                            lambda: state.header(states([c.sha for c in state.candidates],
                                                        self.outcomes())))
 
@@ -149,11 +139,11 @@ class Bisect:
         print(f"bisect: {len(self.state.candidates)} commit(s) after {self.plan.good[:7]} up to "
               f"{self.plan.bad[:7]}; the bad verdict: {where}", flush=True)
 
-    def outcomes(self) -> dict[str, Outcome]:
-        found = {str(r.about["sha"]): Outcome(r.about["outcome"]) for r in self.batch.records
+    def outcomes(self) -> dict[str, CommitOutcome]:
+        found = {str(r.about["sha"]): CommitOutcome(r.about["outcome"]) for r in self.batch.records
                  if r.about.get("outcome")}
         if self.state.bad_night is not None:
-            found.setdefault(self.plan.bad, Outcome.BAD)
+            found.setdefault(self.plan.bad, CommitOutcome.BAD)
         return found
 
     def drive(self, engine: Engine) -> None:
@@ -229,7 +219,7 @@ class Bisect:
                              f"verdict that counts as bad is unknown: {record.reason}")
         self.state.bad_night = BadNight(verdict, category if verdict == "failed" else None,
                                         "step", record.run_dir, record.reason)
-        record.about.update(outcome=Outcome.BAD.value,
+        record.about.update(outcome=CommitOutcome.BAD.value,
                             why="the bad commit's own run: its verdict counts as bad")
         print(f"bisect: the bad commit {sha} {self.state.bad_night.verdict.describe()}: "
               "that is the verdict that counts as bad", flush=True)

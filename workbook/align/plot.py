@@ -1,7 +1,7 @@
 """One metric of two aligned runs: both curves on one axis, and B's error per step against the
 threshold beside it (drawn with :mod:`workbook.plots.panels`, the module that holds matplotlib).
 
-The error is the alignment's own (% of run A's scale, :mod:`workbook.checks.alignment`), so the
+The error is the alignment's own (% of run A's scale, :mod:`workbook.align.compute`), so the
 reader sees where a curve left its threshold, not only the mean the verdict judged. A step whose
 error is undefined (a value that is not finite, or A at 0 everywhere) is not drawn; its step is
 named in the subplot's title.

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.alignment.runs import NPU_GRPO, changed, records, scale_of, write_run
-from workbook.checks.aligned_runs import NOT_DETERMINISTIC, Alignment, align_runs
-from workbook.checks.alignment import (
+from tests.align.runs import NPU_GRPO, changed, records, scale_of, write_run
+from workbook.align.compute import (
     ALIGNED,
     BEYOND,
     MISSING,
@@ -20,6 +19,7 @@ from workbook.checks.alignment import (
     align_metric,
     parse_threshold,
 )
+from workbook.align.runs import NOT_DETERMINISTIC, Alignment, align_runs
 from workbook.checks.signed_rank import paired_shift
 from workbook.errors import InputError
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from workbook.report.bisect import bisect_view, write_bisect_page
+from workbook.bisect.page import bisect_view, write_bisect_page
 from workbook.report.index import write_index
 
 GOOD, BAD = "a" * 40, "f" * 40

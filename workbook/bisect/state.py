@@ -3,7 +3,7 @@
 The file is the bisect's memory: running the same command again continues from it, so it is
 read strictly (a field that cannot be read is named, exit 2: a guess would test the wrong
 commits) and written after every change, atomically and through the redaction guard (the
-batch's :class:`~workbook.batch.records.Ledger`). Its fields:
+batch's :class:`~workbook.batch.records.BatchFile`). Its fields:
 
     scenario, params, sets, repo, good, bad, bad_run
                  what was asked (full shas); a later invocation must ask the same
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbook.batch.bisection import BadVerdict, Outcome
-from workbook.batch.repository import Commit
+from workbook.bisect.decision import BadVerdict, CommitOutcome
+from workbook.bisect.repository import Commit
 from workbook.core.quoting import short
 from workbook.errors import InputError
 
@@ -211,7 +211,7 @@ def _steps(value: Any, candidates: list[Commit]) -> list[dict[str, Any]]:
         if step.get("step") != i + 1:
             raise StateError(f"{where}step: expected {i + 1}, got {short(step.get('step'))}")
         outcome = step.get("outcome")
-        if outcome is not None and outcome not in tuple(o.value for o in Outcome):
+        if outcome is not None and outcome not in tuple(o.value for o in CommitOutcome):
             raise StateError(f"{where}outcome: {short(outcome)} is not good, bad, skip or null")
         if not isinstance(step.get("status"), str):
             raise StateError(f"{where}status: expected a verdict word, got "

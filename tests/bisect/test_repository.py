@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.batch.repos import commit, git, line_of
-from workbook.batch.repository import Repository, RepositoryError
+from tests.bisect.repos import commit, git, line_of
+from workbook.bisect.repository import Repository, RepositoryError
 from workbook.errors import LaunchError
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.batch.bisects import FakeSteps, judged
-from tests.batch.repos import line_of
-from workbook.batch.bisect import run_bisect
-from workbook.batch.bisect_plan import plan_bisect
+from tests.bisect.repos import line_of
+from tests.bisect.steps import FakeSteps, judged
+from workbook.bisect.plan import plan_bisect
+from workbook.bisect.search import run_bisect
 from workbook.cli import main
 from workbook.core.layout import BISECT_FILE, BISECTS_DIR
 
