@@ -30,6 +30,7 @@ from workbook.core.layout import (
     new_run_id,
     write_json,
 )
+from workbook.core.values import EMPTY, finite, number_text
 from workbook.plots.panels import overlay
 from workbook.report.links import report_href
 from workbook.report.sections import Figure, Section, encoded
@@ -139,12 +140,12 @@ def table(comparison: Any) -> Section[RunsTable]:
         verdict, _ = view.verdict
         rows.append(RunLine(
             run_id=view.run_id, label=label,
-            clip_ratio_low=_ratio(view.run.get("clip_ratio_low")),
-            clip_ratio_high=_ratio(view.run.get("clip_ratio_high")),
-            clip=_fmt(numbers["clip"]), clip_delta=_delta(numbers["clip"], first["clip"]),
-            reward=_fmt(numbers["reward"]),
+            clip_ratio_low=number_text(finite(view.run.get("clip_ratio_low")), 6),
+            clip_ratio_high=number_text(finite(view.run.get("clip_ratio_high")), 6),
+            clip=number_text(numbers["clip"]), clip_delta=_delta(numbers["clip"], first["clip"]),
+            reward=number_text(numbers["reward"]),
             reward_delta=_delta(numbers["reward"], first["reward"]),
-            step=_fmt(numbers["step"]),
+            step=number_text(numbers["step"]),
             step_delta=_delta(numbers["step"], first["step"], relative=True),
             replayed=numbers["replayed"], verdict=verdict,
             report=report_href(view.path, c.folder)))
@@ -213,17 +214,9 @@ def runs_root_of(c: Comparison) -> Path | None:
     return Path(roots.pop()) if len(roots) == 1 else None
 
 
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
-
-
-def _ratio(value: Any) -> str:
-    return "-" if value is None else f"{float(value):g}"
-
-
 def _delta(value: float | None, first: float | None, relative: bool = False) -> str:
     if value is None or first is None:
-        return "-"
+        return EMPTY
     if relative:
-        return f"{(value - first) / first * 100:+.1f}%" if first else "-"
-    return f"{value - first:+.4g}"
+        return f"{(value - first) / first * 100:+.1f}%" if first else EMPTY
+    return number_text(value - first, signed=True)

@@ -37,6 +37,7 @@ from workbook.core.layout import (
     write_atomic,
 )
 from workbook.core.status import SHOWN
+from workbook.core.values import number_text
 from workbook.history.ledger import Entry, problems, read_all
 from workbook.history.onsets import onsets as onsets_of
 from workbook.plots.trends import ChangeMark, change_marks, trend_chart
@@ -186,7 +187,7 @@ def _table(runs: list[RunSummary], runs_root: Path, base: Path) -> str:
             run_id=r.run_id, scenario=r.scenario, verdict=r.verdict, status=r.status,
             date=date_text(r.started_at) if r.started_at else r.run_id, steps=steps,
             duration=duration_text(r.wall_time_s) if r.wall_time_s is not None else "",
-            numbers=tuple(_fmt(r.headline.get(h)) for h in HEADLINES),
+            numbers=tuple(number_text(r.headline.get(h)) for h in HEADLINES),
             href=(links.href(report, base) if r.has_report and _linkable(report, runs_root)
                   else None),
             reason=r.reason, pruned=r.pruned))
@@ -452,6 +453,3 @@ def _linkable(path: Path, runs_root: Path) -> bool:
         return False
     return Path(runs_root).resolve() in path.resolve().parents
 
-
-def _fmt(value: float | None) -> str:
-    return "" if value is None else f"{value:.4g}"

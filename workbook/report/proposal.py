@@ -26,6 +26,7 @@ from workbook.checks.reductions import WINDOWED
 from workbook.checks.spec import CheckSpec, MetricPolicy
 from workbook.core.layout import write_atomic
 from workbook.core.quoting import value_text
+from workbook.core.values import number_text
 from workbook.history.changes import Change
 from workbook.history.ledger import Entry
 from workbook.history.proposal import MetricChange, Rejudged, Selection
@@ -225,9 +226,7 @@ def write_review(path: Path, data: Review) -> Path:
 
 
 def _num(value: float | None, *, signed: bool = False) -> str:
-    if value is None:
-        return NA
-    return f"{value:+.6g}" if signed else f"{value:.6g}"
+    return number_text(value, 6, absent=NA, signed=signed)
 
 
 __all__ = ["KEPT_RED", "NA", "TURNED_GREEN", "Chart", "DifferLine", "MetricLine", "NightLine",

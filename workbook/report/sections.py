@@ -25,6 +25,7 @@ from workbook import provenance
 from workbook.checks.baseline_rules import BLESSED, IMPORTED
 from workbook.core.layout import RUN_FILES
 from workbook.core.status import RED, Verdict
+from workbook.core.values import finite
 from workbook.history.bisect_hint import BisectHint, hint_for
 from workbook.history.changes import changes_since
 from workbook.history.ledger import Entry, entry_of, last_green, read_ledger
@@ -37,7 +38,6 @@ from workbook.report.view import (
     RunView,
     date_text,
     duration_text,
-    finite_number,
     load_view,
 )
 
@@ -386,8 +386,8 @@ def _plots(v: RunView) -> Plots:
         return Plots(logged=False)
     panels = build_panels(
         v.metrics,
-        clip_ratio_low=finite_number(v.run.get("clip_ratio_low")),
-        clip_ratio_high=finite_number(v.run.get("clip_ratio_high")),
+        clip_ratio_low=finite(v.run.get("clip_ratio_low")),
+        clip_ratio_high=finite(v.run.get("clip_ratio_high")),
         bands=compared_bands(v.rows),
     )
     return Plots(logged=True, figures=tuple(Figure.of(p) for p in panels),
