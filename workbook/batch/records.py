@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from workbook.checks.verdict import exit_code_of
-from workbook.core.layout import now_iso, write_json
+from workbook.core.clock import now_iso
+from workbook.core.layout import write_json
 from workbook.core.quoting import cut
 from workbook.core.status import FINISHED_VERDICTS, VERDICTS, RunStatus, Verdict
 from workbook.core.values import finite

@@ -43,7 +43,6 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +58,7 @@ from workbook.checks.baseline_rules import (
     short,
     value_problems,
 )
+from workbook.core.clock import now_iso
 from workbook.core.layout import write_atomic
 from workbook.core.redaction import redact_mapping
 from workbook.core.serialization import dump_yaml, load_yaml_text
@@ -303,10 +303,6 @@ def import_ascend_text(text: str, *, source: Path | str | None = None,
     baseline = Baseline(metrics, provenance, scenario, hardware)
     baseline.path = Path(source) if source else None
     return baseline
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def _steps_out(series: dict[int, float]) -> dict[str, float | None]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from workbook.core.atomic import write_atomic
+from workbook.core.clock import now_iso  # the one writer of times; launchers import it here
 from workbook.core.redaction import dump_json, form_of, redact_document
 from workbook.core.textfile import read_text
 from workbook.errors import InputError
@@ -125,11 +126,6 @@ def default_root() -> Path:
     from workbook.core.project import runs_root
 
     return runs_root()
-
-
-def now_iso() -> str:
-    """A run's timestamps: UTC, ISO 8601, to the second."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def new_run_id(now: datetime | None = None) -> str:

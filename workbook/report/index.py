@@ -19,10 +19,10 @@ from base64 import b64encode
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from workbook.core.clock import date_text, now_iso
 from workbook.core.layout import (
     ALIGNMENT_FILE,
     ALIGNMENT_PAGE,
@@ -49,7 +49,7 @@ from workbook.report.palette import ALIGNMENT_VERDICTS
 from workbook.report.sparkline import sparkline
 from workbook.report.summary import HEADLINES, RunSummary, RunTree, scan, summarize
 from workbook.report.template import environment
-from workbook.report.view import date_text, duration_text
+from workbook.report.view import duration_text
 
 _e = html.escape
 TEMPLATE = "index.html.j2"
@@ -78,7 +78,7 @@ def write_index(runs_root: Path, out: Path | None = None, *, published: bool = F
     ledgers = read_all(runs_root, store=not published)  # the history of each scenario
     body = (
         f'<h1>verl runs</h1><p class="wb-note">{len(runs)} runs, '
-        f"newest first; generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}.</p>"
+        f"newest first; generated {date_text(now_iso())}.</p>"
         + _tally(runs)
         + _nightly(ledgers, runs_root, target.parent, runs)
         + _suites(tree, runs_root, target.parent)

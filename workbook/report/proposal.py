@@ -24,6 +24,7 @@ from workbook.checks.baseline import Baseline, BaselineMetric
 from workbook.checks.comparison import expected_bands
 from workbook.checks.reductions import WINDOWED
 from workbook.checks.spec import CheckSpec, MetricPolicy
+from workbook.core.clock import date_text
 from workbook.core.layout import write_atomic
 from workbook.core.quoting import value_text
 from workbook.core.values import number_text
@@ -38,7 +39,7 @@ from workbook.report.links import report_href
 from workbook.report.page import page
 from workbook.report.sections import encoded
 from workbook.report.template import environment
-from workbook.report.view import date_text, read_metrics
+from workbook.report.view import read_metrics
 
 TEMPLATE = "proposal.html.j2"
 MACRO = "review"  # the template's one macro

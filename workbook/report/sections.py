@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar
 
 from workbook import provenance
 from workbook.checks.baseline_rules import BLESSED, IMPORTED
+from workbook.core.clock import date_text
 from workbook.core.layout import RUN_FILES
 from workbook.core.status import RED, Verdict
 from workbook.core.values import finite
@@ -36,7 +37,6 @@ from workbook.report.links import report_href
 from workbook.report.template import environment, section_html
 from workbook.report.view import (
     RunView,
-    date_text,
     duration_text,
     load_view,
 )

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbook.core.clock import utc_time
 from workbook.core.layout import RUN_FILES, file_signature, read_json_object
 from workbook.core.redaction import LineRedactor, form_of, redact_document, redact_mapping
 from workbook.core.status import FAILED_STATUSES, VERDICTS, RunStatus, Shown, Verdict
@@ -159,13 +158,6 @@ def read_metrics(path: Path, *, quick: bool = False) -> RunMetrics:
 def duration_text(seconds: Any) -> str:
     value = finite(seconds)
     return "unknown" if value is None else progress.duration_text(value)
-
-
-def date_text(iso: str) -> str:
-    """A recorded time as a page shows it, in UTC to the minute; the text as it is when it is
-    not a time."""
-    when = utc_time(iso)
-    return when.strftime("%Y-%m-%d %H:%M UTC") if when else iso or "unknown"
 
 
 def _verdict_of(source: Any, reason: str) -> tuple[str, str]:

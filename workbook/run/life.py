@@ -28,6 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from workbook.core.clock import now_iso
 from workbook.core.layout import (
     ALIGNMENT_FILE,
     CLOSING_WRITES,
@@ -37,8 +38,7 @@ from workbook.core.layout import (
     RunDir,
     default_root,
     file_signature,
-    now_iso,
-)
+    )
 from workbook.core.status import ACTIVE, RunStatus
 from workbook.launch.outcome import Outcome
 
