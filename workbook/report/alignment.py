@@ -45,7 +45,7 @@ from workbook.errors import InputError
 from workbook.plots.alignment import aligned_curves
 from workbook.report.links import report_href
 from workbook.report.palette import differs_style, warning_style
-from workbook.report.sections import Figure, Section, encoded
+from workbook.report.section import Figure, Section, encoded
 from workbook.report.template import environment
 
 TEMPLATE = "alignment.html.j2"

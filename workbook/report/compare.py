@@ -33,7 +33,7 @@ from workbook.core.layout import (
 from workbook.core.values import EMPTY, finite, number_text
 from workbook.plots.panels import overlay
 from workbook.report.links import report_href
-from workbook.report.sections import Figure, Section, encoded
+from workbook.report.section import Figure, Section, encoded
 from workbook.report.view import RunView, load_view
 
 CURVES = (

@@ -37,7 +37,7 @@ from workbook.plots.compared import Band, StepRange
 from workbook.plots.review import review_chart
 from workbook.report.links import report_href
 from workbook.report.page import page
-from workbook.report.sections import encoded
+from workbook.report.section import encoded
 from workbook.report.template import environment
 from workbook.report.view import read_metrics
 
