@@ -40,7 +40,7 @@ from workbook.checks import reductions
 from workbook.checks.vocabulary import ARITH, COMPARE, Validator, int_constant, is_data
 from workbook.core.quoting import cut, short
 from workbook.core.values import finite, number_text
-from workbook.errors import ExpressionError
+from workbook.errors import ExpressionError, MetricsError
 from workbook.metrics.model import RunMetrics
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ MAX_NODES = 400
 MAX_STEP = 10**9  # no run logs a billionth step: a larger step or range bound is a typo
 
 
-class EvaluationError(Exception):
+class EvaluationError(MetricsError):
     """A valid expression cannot be computed on this run (metric or step missing, ...)."""
 
 
