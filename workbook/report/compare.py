@@ -125,7 +125,7 @@ class Curves:
     replayed: tuple[int, ...]  # steps every run replayed from the same dump (shaded)
 
 
-def table(comparison: Any) -> Section[RunsTable]:
+def table(comparison: Comparison | Path | str) -> Section[RunsTable]:
     """One row per run: clip ratios, window means, step time, verdict; differences to the first."""
     c = comparison_of(comparison)
     lo, hi = c.window or (None, None)
@@ -152,7 +152,7 @@ def table(comparison: Any) -> Section[RunsTable]:
     return Section("compare-table", RunsTable(head, tuple(rows)))
 
 
-def curves(comparison: Any) -> Section[Curves]:
+def curves(comparison: Comparison | Path | str) -> Section[Curves]:
     """Each metric of every run on one axis; replayed steps shaded."""
     c = comparison_of(comparison)
     named = list(zip(c.labels, (v.metrics for v in c.runs), strict=False))
@@ -181,7 +181,7 @@ def summary_numbers(view: RunView, window: tuple[int, int] | None) -> dict[str, 
             "replayed": len(set(chosen) & set(_replayed(view)))}
 
 
-def comparison_of(value: Any) -> Comparison:
+def comparison_of(value: Comparison | Path | str) -> Comparison:
     """A comparison, or the one recorded in a folder."""
     return value if isinstance(value, Comparison) else load(Path(value))
 
