@@ -32,7 +32,7 @@ _PUBLIC = {  # name -> its module
     "compare": "workbook.report.compare",  # a comparison's: compare.prepare, table, curves
     "alignment": "workbook.report.alignment",  # an alignment's: prepare, verdict, table, ...
 }
-__all__ = sorted(_PUBLIC)
+__all__ = ["alignment", "compare", "pipeline", "sections"]  # the keys of _PUBLIC
 
 
 def __getattr__(name: str) -> ModuleType:
