@@ -107,19 +107,14 @@ def write_run(
 def executed_notebook(run: Path) -> None:
     """What papermill leaves behind: report cells with the sections' HTML as outputs."""
     cells = [new_markdown_cell("# bench")]
-    for name, fn in (
-        ("banner", sections.banner),
-        ("report", sections.checks),
-        ("report", sections.plots),
-        ("report", sections.failure),
-        ("report", sections.parameters),
-        ("report", sections.reproducibility),
-    ):
-        cell = new_code_cell(f"sections.{fn.__name__}(run)")
-        cell.metadata["tags"] = [name]
+    for c in sections.SECTIONS:
+        if c.ray_only:
+            continue
+        cell = new_code_cell(c.source)
+        cell.metadata["tags"] = [c.tag]
         cell.outputs = [
             new_output(
-                "execute_result", {"text/html": fn(run).html, "text/plain": "s"}, execution_count=1
+                "execute_result", {"text/html": c.call(run).html, "text/plain": "s"}, execution_count=1
             )
         ]
         cells.append(cell)

@@ -11,33 +11,36 @@ The flow, one package per stage, each importing only the ones before it (a layer
     run       one run's life                                    batch     suites and sweeps
     bisect    a red night -> verl's culprit commit              cli       the ``workbook`` command
 
-The names below are what the notebooks use (``from workbook import pipeline, sections``); they are
-loaded on first use, so importing a part of
-the package (a vLLM worker loads ``workbook.profiles.cpu``) never imports the whole of it.
+The names below are what the four notebooks import (``from workbook import pipeline, sections``;
+``compare``, ``alignment``), typed, and nothing else (``tests/test_public_api.py``); they are
+loaded on first use, so importing a part of the package (a vLLM worker loads
+``workbook.profiles.cpu``) never imports the whole of it.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-_PUBLIC: dict[str, tuple[str, str | None]] = {  # name -> (module, attribute; None: the module)
-    # a run's steps as its notebook calls them: pipeline.prepare, launch, judge, finish
-    "pipeline": ("workbook.run.steps", None),
-    "sections": ("workbook.report.sections", None),  # the report cells, one call each
-    "WorkbookError": ("workbook.errors", "WorkbookError"),
+if TYPE_CHECKING:  # what mypy checks a notebook's calls against
+    from workbook.report import alignment, compare, sections
+    from workbook.run import steps as pipeline
+
+_PUBLIC = {  # name -> its module
+    "pipeline": "workbook.run.steps",  # a run's steps: pipeline.prepare, launch, judge, finish
+    "sections": "workbook.report.sections",  # a run's report cells, one call each
+    "compare": "workbook.report.compare",  # a comparison's: compare.prepare, table, curves
+    "alignment": "workbook.report.alignment",  # an alignment's: prepare, verdict, table, ...
 }
-__all__ = sorted(_PUBLIC)
+__all__ = ["alignment", "compare", "pipeline", "sections"]  # the keys of _PUBLIC
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> ModuleType:
     if name not in _PUBLIC:
         raise AttributeError(f"module 'workbook' has no attribute {name!r}")
-    where, attribute = _PUBLIC[name]
-    module = importlib.import_module(where)
-    value = module if attribute is None else getattr(module, attribute)
-    globals()[name] = value
-    return value
+    module = globals()[name] = importlib.import_module(_PUBLIC[name])
+    return module
 
 
 def __dir__() -> list[str]:

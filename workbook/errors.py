@@ -4,8 +4,14 @@
     ├── InputError                bad input or usage: exit 2, nothing launched
     │   ├── ParamsError           a scenario file or override is invalid (lists every problem)
     │   ├── ExpressionError       a check expression is outside the safe vocabulary
-    │   └── BaselineError         a baseline file is missing or unreadable
+    │   ├── BaselineError         a baseline file is missing or unreadable
+    │   │   └── ProposalError     a baseline proposal cannot be made or blessed (history.proposal)
+    │   ├── RepositoryError       a git checkout or commit range cannot be used (batch.repository)
+    │   └── StateError            a bisect.json that cannot be read (batch.bisect_state)
     ├── MetricsError              a log or metrics file cannot be read at all
+    │   ├── ReductionError        a series cannot be reduced as asked (checks.reductions)
+    │   └── EvaluationError       a check cannot be computed on this run: an error row (checks.expression)
+    ├── LedgerError               a night cannot be written into its ledger (history.ledger)
     └── RunError                  the run itself failed: exit 3
         ├── LaunchError           could not start (cluster unreachable, not enough devices)
         └── RunFailed             started, then crashed, timed out or was stopped

@@ -17,7 +17,7 @@ from workbook.checks.junit import write_junit
 from workbook.core.layout import ALIGNMENT_FILE, ALIGNMENT_PAGE, ALIGNMENTS_DIR
 from workbook.report import alignment
 from workbook.report.index import write_index
-from workbook.report.render import SECTIONS
+from workbook.report.render import CALLS
 from workbook.run.life import close
 
 LOSS = "actor/pg_loss"
@@ -130,7 +130,7 @@ def test_every_report_cell_of_the_notebook_is_a_section_the_page_renders(tag: st
     cells = json.loads(NOTEBOOK.read_text())["cells"]
     calls = ["".join(c["source"]).strip() for c in cells
              if tag in c["metadata"].get("tags", [])]
-    assert calls and all(re.sub(r"\(\w+\)$", "", call) in SECTIONS for call in calls)
+    assert calls and all(re.sub(r"\(\w+\)$", "", call) in CALLS for call in calls)
 
 
 def test_the_notebook_run_by_papermill_leaves_the_page_workbook_align_leaves(

@@ -19,7 +19,7 @@ from workbook.metrics.model import RunMetrics
 from workbook.plots.compared import Band, compared_band, compared_bands
 from workbook.plots.layers import WindowMark
 from workbook.plots.panels import build_panels, regression_panel
-from workbook.report import cache, sections
+from workbook.report import cache, outcome, sections
 
 LOSS, CLIP = "actor/pg_loss", "actor/pg_clipfrac"
 LOSSES = {1: 0.6, 2: 0.5, 3: 0.4, 4: 0.3, 5: 0.2, 6: 0.1}
@@ -143,13 +143,13 @@ def test_the_plots_section_draws_what_the_checks_json_rows_compared(
                              "upper": 0.0125, "sigma": 0.0}}})
     (run / "checks.json").write_text(json.dumps(checks))
     built: list[Any] = []
-    real = sections.build_panels
+    real = outcome.build_panels
 
     def recording(*args: Any, **kwargs: Any) -> Any:
         built.extend(real(*args, **kwargs))
         return built
 
-    monkeypatch.setattr(sections, "build_panels", recording)
+    monkeypatch.setattr(outcome, "build_panels", recording)
     cache.forget()
     try:
         figures = sections.plots(run).data.figures

@@ -89,3 +89,12 @@ def test_report_cells_follow_the_report_order_curves_before_checks(name):
     ordered = [s for s in sections.ORDER if s in called]
     assert [s for s in called if s in sections.ORDER] == ordered
     assert called.index("plots") < called.index("checks")
+
+
+@pytest.mark.parametrize("name", RUN_NOTEBOOKS)
+def test_report_cells_are_the_section_registry_in_its_order(name):
+    on_ray = "address" in PARAMETERS[name]  # ppo_multinode: a Ray cluster's run, with its pre-flight
+    cells = [("".join(c["source"]).strip(), set(c["metadata"].get("tags", [])) & {"report", "banner"})
+             for c in _cells(name)]
+    assert [(source, tags) for source, tags in cells if tags] == [
+        (c.source, {c.tag}) for c in sections.SECTIONS if on_ray or not c.ray_only]

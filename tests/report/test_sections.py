@@ -13,14 +13,14 @@ import pytest
 import report_assertions as ra
 
 from workbook.core.status import Verdict
-from workbook.report import cache, sections
+from workbook.report import cache, facts, last_green, outcome, sections
 from workbook.report.page import page
 from workbook.report.render import render_report
 from workbook.report.template import section_html
 
 WORKBOOK = Path(__file__).resolve().parents[2] / "workbook"
-BUILT = ("banner", "checks", "plots", "failure", "history", "parameters", "reproducibility",
-         "preflight")
+BUILT = {"banner": outcome, "checks": outcome, "plots": outcome, "failure": outcome,
+         "history": last_green, "parameters": facts, "reproducibility": facts, "preflight": facts}
 # the report cells of notebooks/gspo.ipynb, the notebook a local run's report is rendered from
 NOTEBOOK_CELLS = ("banner", "checks", "plots", "failure", "history", "parameters", "reproducibility")
 
@@ -30,14 +30,14 @@ def builds(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """How many times each section was built from its run (rather than taken from the kept)."""
     cache.forget()
     counts: Counter[str] = Counter()
-    for key in BUILT:
-        original = getattr(sections, f"_{key}")
+    for key, module in BUILT.items():
+        original = getattr(module, f"_{key}")
 
         def counted(*args: object, _key: str = key, _build: Callable = original) -> object:
             counts[_key] += 1
             return _build(*args)
 
-        monkeypatch.setattr(sections, f"_{key}", counted)
+        monkeypatch.setattr(module, f"_{key}", counted)
     yield counts
     cache.forget()
 

@@ -16,7 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from workbook.core.layout import ERROR_LOG, RunDir, now_iso
+from workbook.core.clock import now_iso
+from workbook.core.layout import ERROR_LOG, RunDir
 from workbook.core.status import RunStatus
 
 ORPHANED = "orphaned: the workbook process driving it died; ended by a later {kind}"

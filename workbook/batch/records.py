@@ -31,9 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from workbook.checks.verdict import exit_code_of
-from workbook.core.layout import now_iso, write_json
+from workbook.core.clock import now_iso
+from workbook.core.layout import write_json
 from workbook.core.quoting import cut
 from workbook.core.status import FINISHED_VERDICTS, VERDICTS, RunStatus, Verdict
+from workbook.core.values import finite
 
 PENDING = "pending"  # a batch's own word: an item no run has been started for (yet)
 RUNNING = RunStatus.RUNNING.value
@@ -124,7 +126,7 @@ def resumed(data: Any, key: str, scenario: str, about: dict[str, Any]) -> Record
     if status in VERDICTS:  # finished, or stopped (then it runs again); codes from the verdict
         record.status, record.exit_code = status, exit_code_of(status)
         record.reason = str(data.get("reason") or "")
-        record.duration_s = _number(data.get("duration_s"))
+        record.duration_s = finite(data.get("duration_s"))
         record.report = str(data["report"]) if data.get("report") else None
     elif status == RUNNING:
         record.reason = DIED
@@ -184,9 +186,3 @@ class BatchFile:
 def _dicts(value: Any) -> list[dict[str, Any]]:
     return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
 
-
-def _number(value: Any) -> float | None:
-    try:
-        return None if value is None else float(value)
-    except (TypeError, ValueError):
-        return None

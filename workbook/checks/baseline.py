@@ -43,7 +43,6 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +58,11 @@ from workbook.checks.baseline_rules import (
     short,
     value_problems,
 )
+from workbook.core.clock import now_iso
 from workbook.core.layout import write_atomic
 from workbook.core.redaction import redact_mapping
 from workbook.core.serialization import dump_yaml, load_yaml_text
+from workbook.core.values import finite
 from workbook.errors import BaselineError, InputError
 
 __all__ = ["FORMAT", "FORMATS", "Baseline", "BaselineMetric", "import_ascend_text",
@@ -92,7 +93,7 @@ class BaselineMetric:
     series_sigma: dict[int, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"value": _finite_or_none(self.value)}
+        out: dict[str, Any] = {"value": finite(self.value)}
         if self.reduce:
             out["reduce"] = self.reduce
         if self.window:
@@ -304,16 +305,8 @@ def import_ascend_text(text: str, *, source: Path | str | None = None,
     return baseline
 
 
-def now_iso() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-def _finite_or_none(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
-
-
 def _steps_out(series: dict[int, float]) -> dict[str, float | None]:
-    return {str(s): _finite_or_none(v) for s, v in sorted(series.items())}
+    return {str(s): finite(v) for s, v in sorted(series.items())}
 
 
 def _steps_in(series: Any) -> dict[int, float]:

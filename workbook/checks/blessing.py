@@ -30,12 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from workbook.checks.bands import K_SIGMA, MIN_RUNS_FOR_SIGMA
-from workbook.checks.baseline import Baseline, BaselineMetric, now_iso
+from workbook.checks.baseline import Baseline, BaselineMetric
 from workbook.checks.conditions import blessed_conditions, unlike_conditions
 from workbook.checks.evidence import Evidence, gather, params_dir_for
 from workbook.checks.health import health_rows
 from workbook.checks.reductions import WINDOWED, ReductionError, reduce_series, window_text
 from workbook.checks.spec import CheckSpec, MetricPolicy, parse_checks
+from workbook.core.clock import now_iso
 from workbook.core.layout import RUN_FILES, read_json_object
 from workbook.errors import BaselineError, ParamsError
 from workbook.metrics.model import RunMetrics

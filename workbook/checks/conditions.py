@@ -27,13 +27,13 @@ baseline's ``conditions``.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from workbook.core.quoting import cut, short
+from workbook.core.values import finite
 
 # CPU other processes may use beyond the most the blessed runs saw, in cores, before a timing is
 # not comparable. benchmarks/timing_noise.py on the project's 2-core VM (2026-12-01, 3 runs per
@@ -269,26 +269,11 @@ def conditions_problems(value: Any, where: str = "conditions") -> list[str]:
         elif key in COUNT_KEYS:
             if type(item) is not int or not 1 <= item <= 10**9:
                 problems.append(f"{field}: expected a whole number (1 or more), got {short(item)}")
-        elif (number := _finite(item)) is None or number < 0:
+        elif (number := finite(item)) is None or number < 0:
             problems.append(f"{field}: expected a finite number >= 0, got {short(item)}")
     return problems
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _finite(value: Any) -> float | None:
-    """``value`` as a finite float; None when it is not a number (a bool is not one)."""
-    if not _is_number(value):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:  # an int too large for a float
-        return None
-    return number if math.isfinite(number) else None
-
-
 def _number(data: Mapping[str, Any] | None, key: str) -> float | None:
     """``data[key]`` as a finite float, None when missing or not a number."""
-    return _finite(data.get(key)) if isinstance(data, Mapping) else None
+    return finite(data.get(key)) if isinstance(data, Mapping) else None

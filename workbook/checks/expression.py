@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, Any
 from workbook.checks import reductions
 from workbook.checks.vocabulary import ARITH, COMPARE, Validator, int_constant, is_data
 from workbook.core.quoting import cut, short
-from workbook.errors import ExpressionError
+from workbook.core.values import finite, number_text
+from workbook.errors import ExpressionError, MetricsError
 from workbook.metrics.model import RunMetrics
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ MAX_NODES = 400
 MAX_STEP = 10**9  # no run logs a billionth step: a larger step or range bound is a typo
 
 
-class EvaluationError(Exception):
+class EvaluationError(MetricsError):
     """A valid expression cannot be computed on this run (metric or step missing, ...)."""
 
 
@@ -157,14 +158,7 @@ def compile_expression(text: str, name: str | None = None) -> Expression:
 
 def finite_number(value: Any) -> bool:
     """An int or float a float can hold finitely (not a bool, nan, inf or a 400-digit int)."""
-    if type(value) is float:
-        return math.isfinite(value)
-    if type(value) is int:
-        try:
-            return math.isfinite(float(value))
-        except OverflowError:
-            return False
-    return False
+    return finite(value) is not None
 
 
 class _Limits:
@@ -253,7 +247,7 @@ def _render_expected(node: ast.Compare, numbers: list[float], index: int) -> str
 
 
 def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.6g}"
+    return number_text(value, 6, absent="n/a")
 
 
 class _Env:

@@ -18,11 +18,13 @@ import math
 import statistics
 from collections.abc import Callable, Mapping
 
+from workbook.errors import MetricsError
+
 REDUCTIONS = ("last", "mean", "median", "max", "min")
 WINDOWED = ("mean", "median")
 
 
-class ReductionError(Exception):
+class ReductionError(MetricsError):
     """A series cannot be reduced as asked (missing steps, empty range, bad argument)."""
 
 

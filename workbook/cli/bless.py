@@ -15,7 +15,8 @@ from workbook.checks.baseline import (
 from workbook.checks.blessing import bless, plain_label
 from workbook.checks.spec import CheckSpec, parse_checks
 from workbook.cli.scenario import named_scenario
-from workbook.core.layout import PROPOSAL_FILE, PROPOSAL_PAGE, now_iso, proposal_dir, write_json
+from workbook.core.clock import now_iso
+from workbook.core.layout import PROPOSAL_FILE, PROPOSAL_PAGE, proposal_dir, write_json
 from workbook.core.project import runs_root
 from workbook.errors import BaselineError, ParamsError
 from workbook.history import proposal

@@ -17,6 +17,7 @@ from workbook.checks.verdict import RunVerdict
 from workbook.cli import terminal
 from workbook.core.layout import RUN_FILES, RunDir
 from workbook.core.status import ACTIVE
+from workbook.core.values import number_text
 from workbook.errors import InputError
 from workbook.metrics.loading import input_kind
 from workbook.scenario import load_scenario
@@ -129,7 +130,7 @@ def _write(verdict: RunVerdict, out: Path) -> None:
 
 def verdict_table(verdict: RunVerdict) -> object:
     """The checks as a terminal table, one row per check."""
-    rows = [(row.status, row.name, "-" if row.value is None else f"{row.value:.6g}",
+    rows = [(row.status, row.name, number_text(row.value, 6),
              row.expected, row.message) for row in verdict.rows]
     return terminal.table("checks", COLUMNS, rows, status_column=0)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 from workbook.cli import terminal
+from workbook.core.clock import now_iso
 from workbook.core.layout import RUN_FILES, RunDir, default_root, is_run_dir
 from workbook.core.status import ACTIVE, RunStatus
 from workbook.errors import EXIT_BAD_INPUT, InputError, RunFailed
@@ -133,7 +133,7 @@ def import_log(source: Path, runs_root: Path) -> RunDir:
         scenario="imported",
         status=RunStatus.IMPORTED.value,  # no process ended here: the log's own words are the evidence
         exit_code=None,
-        started_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        started_at=now_iso(),
         message=f"imported from {source.resolve()}",
         source=str(source.resolve()),
         runs_root=str(Path(runs_root).resolve()),

@@ -11,6 +11,7 @@ from workbook.cli import terminal
 from workbook.cli.scenario import add_python_arg, use_python
 from workbook.core.layout import default_root
 from workbook.core.redaction import redact_text
+from workbook.core.values import number_text
 from workbook.history.bisect_hint import hint_for_run
 
 if TYPE_CHECKING:
@@ -86,8 +87,8 @@ def run_command(args: argparse.Namespace) -> int:
         if record.run_dir and Path(record.run_dir).is_dir():
             headline = summarize(Path(record.run_dir)).headline
         rows.append((record.key, record.status, _seconds(record.duration_s),
-                     _number(headline.get("mean step time")), _number(headline.get("final reward")),
-                     _number(headline.get("clip fraction")), record.report or "-"))
+                     number_text(headline.get("mean step time")), number_text(headline.get("final reward")),
+                     number_text(headline.get("clip fraction")), record.report or "-"))
     terminal.show(terminal.table(f"suite {result.name}", COLUMNS, rows, status_column=1))
     for line in bisect_hints(result.entries, root):
         print(line)
@@ -119,6 +120,3 @@ def bisect_hints(records: list[Record], root: Path) -> list[str]:
 def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f} s"
 
-
-def _number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"

@@ -1,12 +1,18 @@
-"""Times as the run tree writes them: ISO 8601 text read back as aware UTC datetimes.
+"""Times as the run tree writes, reads and shows them: one ISO 8601 form written (UTC, to the
+second, ``+00:00``), read back as aware UTC datetimes, shown to the minute.
 
-run.json, the ledger and proposals write ``...+00:00`` (and older files ``...Z``), some without a
-zone; every reader compares them, so they are read one way here.
+Files written before the one form carry ``...Z`` (bless, imported logs, committed fixtures) or no
+zone at all; every reader compares times, so they are all read here.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
+
+
+def now_iso() -> str:
+    """Now, as every file of the workbook records a time."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def utc_time(text: str) -> datetime | None:
@@ -23,4 +29,11 @@ def utc_time(text: str) -> datetime | None:
     return parsed.astimezone(timezone.utc)
 
 
-__all__ = ["utc_time"]
+def date_text(iso: str) -> str:
+    """A recorded time as a page shows it, in UTC to the minute; the text as it is when it is
+    not a time."""
+    when = utc_time(iso)
+    return when.strftime("%Y-%m-%d %H:%M UTC") if when else iso or "unknown"
+
+
+__all__ = ["date_text", "now_iso", "utc_time"]

@@ -23,9 +23,10 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeAlias
 
 from workbook.core.atomic import write_atomic
+from workbook.core.clock import now_iso  # the one writer of times; launchers import it here
 from workbook.core.redaction import dump_json, form_of, redact_document
 from workbook.core.textfile import read_text
 from workbook.errors import InputError
@@ -37,7 +38,7 @@ __all__ = ["ALIGNMENTS_DIR", "ALIGNMENT_FILE", "ALIGNMENT_PAGE", "BISECTS_DIR", 
            "COMPARISON_PAGE", "ERROR_LOG", "INDEX", "RAYJOB_FILE", "ROLLOUTS_DIR", "RUN_FILES", "RUN_MARKERS",
            "PRUNED_FILE", "RunDir", "SEEDED_FILE", "SITE_LOCK", "STOP_FILE", "SUITES_DIR", "SUITE_FILE", "SUMMARY_CACHE", "SWEEPS_DIR",
            "SWEEP_FILE", "TREND_CACHE", "default_root", "is_run_dir", "lane_cluster_file",
-           "new_run_id", "now_iso", "read_json_object", "write_atomic", "write_json", "write_redacted"]  # fmt: skip
+           "new_run_id", "now_iso", "read_json_object", "run_dir_of", "RunRef", "write_atomic", "write_json", "write_redacted"]  # fmt: skip
 
 RUN_FILES = {
     "params": "params.resolved.yaml",
@@ -127,11 +128,6 @@ def default_root() -> Path:
     return runs_root()
 
 
-def now_iso() -> str:
-    """A run's timestamps: UTC, ISO 8601, to the second."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 def new_run_id(now: datetime | None = None) -> str:
     now = now or datetime.now(timezone.utc)
     return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
@@ -196,6 +192,25 @@ class RunDir:
         data.update(fields)
         self.write_json("run", data)
         return data
+
+
+class Prepared(Protocol):
+    """A prepared run (``workbook.run.steps.Run``): what it is to the report is its folder."""
+
+    @property
+    def run_dir(self) -> RunDir: ...
+
+
+RunRef: TypeAlias = Prepared | RunDir | Path | str  # what a notebook cell passes as ``run``
+
+
+def run_dir_of(run: RunRef) -> RunDir:
+    """The run directory of a prepared run, a ``RunDir`` or a path."""
+    if isinstance(run, RunDir):
+        return run
+    if isinstance(run, (str, Path)):
+        return RunDir(Path(run).resolve())
+    return run.run_dir
 
 
 def write_json(path: Path, data: Any, *, sort_keys: bool = False) -> Path:

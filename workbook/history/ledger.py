@@ -32,7 +32,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import math
 import os
 import re
 import stat
@@ -61,6 +60,7 @@ from workbook.core.redaction import dump_json
 from workbook.core.serialization import load_yaml
 from workbook.core.status import RED, VERDICTS, Verdict
 from workbook.core.textfile import read_bytes
+from workbook.core.values import finite
 from workbook.errors import InputError, WorkbookError
 from workbook.params.settings import environment_of, settings_of, tuning_of
 from workbook.provenance import hardware_key, image_of, versions_of
@@ -672,10 +672,7 @@ def _headline(checks: Mapping[str, Any]) -> dict[str, float | None]:
     numbers: dict[str, float | None] = {}
     for row in checks.get("rows") or []:
         if isinstance(row, dict) and row.get("kind") == "baseline" and row.get("metric"):
-            value = row.get("value")
-            number = float(value) if isinstance(value, (int, float)) and not isinstance(
-                value, bool) else math.nan
-            numbers.setdefault(str(row["metric"]), number if math.isfinite(number) else None)
+            numbers.setdefault(str(row["metric"]), finite(row.get("value")))
     return numbers
 
 

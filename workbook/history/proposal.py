@@ -17,7 +17,6 @@ check`` use (:mod:`workbook.history.judgement`: with the nights before it), writ
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from workbook.checks.baseline import Baseline
 from workbook.checks.conditions import BUSIER, OTHER_CPU, SLOWER, STOLEN, Unlike, unlike_runs
 from workbook.core.clock import utc_time
 from workbook.core.status import Verdict as Word
+from workbook.core.values import finite
 from workbook.errors import BaselineError, WorkbookError
 from workbook.history.changes import Change, changes_since
 from workbook.history.judgement import judge_night
@@ -218,9 +218,9 @@ def metric_changes(old: Baseline, new: Baseline) -> list[MetricChange]:
     for name in sorted(set(old.metrics) | set(new.metrics)):
         before, after = old.metrics.get(name), new.metrics.get(name)
         rows.append(MetricChange(
-            name, _finite(before.value if before else None),
-            _finite(before.sigma if before else None),
-            _finite(after.value if after else None), _finite(after.sigma if after else None)))
+            name, finite(before.value if before else None),
+            finite(before.sigma if before else None),
+            finite(after.value if after else None), finite(after.sigma if after else None)))
     return rows
 
 
@@ -288,10 +288,6 @@ def baseline_entry(baseline: Baseline) -> Entry:
 
 def _recorded(value: Any) -> dict[str, Any] | None:
     return {str(k): v for k, v in value.items()} if isinstance(value, Mapping) else None
-
-
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
 
 
 __all__ = ["DEFAULT_LAST", "MIN_SOURCES", "MetricChange", "PassedOver", "ProposalError",

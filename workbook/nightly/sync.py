@@ -18,6 +18,7 @@ from typing import Any
 from workbook.core.atomic import write_atomic
 from workbook.core.project import nightly_dir, params_dir
 from workbook.core.textfile import read_text
+from workbook.core.values import number_text
 from workbook.errors import InputError, WorkbookError
 from workbook.nightly.fidelity import differences
 from workbook.nightly.recipe import (
@@ -202,7 +203,7 @@ def _shown(path: Path) -> str:
 
 
 def _number(value: float | None) -> str:
-    return "nothing" if value is None else f"{value:g}"
+    return number_text(value, 6, absent="nothing")
 
 
 def _known_facts() -> dict[str, tuple[str, dict[str, Any]]]:

@@ -11,10 +11,11 @@ them (numbers written as text when not finite, steps as string keys), and the ol
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from workbook.core.values import finite
 
 
 @dataclass(frozen=True)
@@ -75,26 +76,15 @@ def compared_band(row: Mapping[str, Any]) -> Band | None:
     base = row.get("baseline")
     if isinstance(base, Mapping):  # the nested shape
         series = {int(s): v for s, v in _steps(base.get("series")).items()}
-        band = Band(number(base.get("value")), number(base.get("low")), number(base.get("high")),
-                    series, window, number(row.get("value")), _text(row.get("reduce")))
+        band = Band(finite(base.get("value")), finite(base.get("low")), finite(base.get("high")),
+                    series, window, finite(row.get("value")), _text(row.get("reduce")))
     else:
-        band = Band(number(base), number(row.get("lower")), number(row.get("upper")),
-                    window=window, measured=number(row.get("value")),
+        band = Band(finite(base), finite(row.get("lower")), finite(row.get("upper")),
+                    window=window, measured=finite(row.get("value")),
                     reduce=_text(row.get("reduce")))
     if band.value is None and not band.series:
         return None
     return band
-
-
-def number(value: Any) -> float | None:
-    """A finite number as a float; anything else (text, NaN, a bool, None) is None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        result = float(value)
-    except OverflowError:
-        return None
-    return result if math.isfinite(result) else None
 
 
 def _step_ranges(data: Any) -> dict[int, StepRange]:
@@ -105,16 +95,16 @@ def _step_ranges(data: Any) -> dict[int, StepRange]:
         key = _step(step)
         if key is None or not isinstance(item, Mapping):
             continue
-        reference = number(item.get("reference"))
+        reference = finite(item.get("reference"))
         if reference is not None:
-            out[key] = StepRange(reference, number(item.get("lower")), number(item.get("upper")))
+            out[key] = StepRange(reference, finite(item.get("lower")), finite(item.get("upper")))
     return dict(sorted(out.items()))
 
 
 def _steps(data: Any) -> dict[int, float]:
     if not isinstance(data, Mapping):
         return {}
-    pairs = ((_step(s), number(v)) for s, v in data.items())
+    pairs = ((_step(s), finite(v)) for s, v in data.items())
     return {s: v for s, v in pairs if s is not None and v is not None}
 
 
@@ -130,7 +120,7 @@ def _step(value: Any) -> int | None:
 
 def _window(value: Any) -> tuple[int, int] | None:
     if isinstance(value, (list, tuple)) and len(value) == 2:
-        first, last = (number(v) for v in value)
+        first, last = (finite(v) for v in value)
         if first is not None and last is not None and first <= last:
             return int(first), int(last)
     return None

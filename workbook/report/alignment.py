@@ -45,7 +45,7 @@ from workbook.core.quoting import value_text
 from workbook.errors import InputError
 from workbook.report.links import report_href
 from workbook.report.palette import differs_style, warning_style
-from workbook.report.sections import Figure, Section, encoded
+from workbook.report.section import Figure, Section, encoded
 from workbook.report.template import environment
 
 TEMPLATE = "alignment.html.j2"
@@ -102,7 +102,7 @@ def load(folder: str | Path) -> Record:
     return Record(folder, Alignment.from_dict(data))
 
 
-def record_of(value: Any) -> Record:
+def record_of(value: Record | Path | str) -> Record:
     return value if isinstance(value, Record) else load(Path(value))
 
 
@@ -185,7 +185,7 @@ class Runs:
     differs_style: str
 
 
-def verdict(value: Any) -> AlignmentSection[AlignmentVerdict]:
+def verdict(value: Record | Path | str) -> AlignmentSection[AlignmentVerdict]:
     """The banner: aligned or not, why, and the warnings (a run not made deterministic)."""
     a = record_of(value).alignment
     steps = sorted({s for m in a.metrics for s in m.steps})
@@ -200,7 +200,7 @@ def verdict(value: Any) -> AlignmentSection[AlignmentVerdict]:
         warning_style()))
 
 
-def table(value: Any) -> AlignmentSection[Metrics]:
+def table(value: Record | Path | str) -> AlignmentSection[Metrics]:
     """One row per metric: threshold, mean and largest error, first step beyond, paired test;
     then the throughput ratio."""
     a = record_of(value).alignment
@@ -223,7 +223,7 @@ def table(value: Any) -> AlignmentSection[Metrics]:
     return AlignmentSection("alignment-metrics", Metrics(tuple(rows), throughput))
 
 
-def curves(value: Any) -> AlignmentSection[Curves]:
+def curves(value: Record | Path | str) -> AlignmentSection[Curves]:
     """Per metric both runs' curves, and B's error per step against the threshold."""
     a = record_of(value).alignment
     figures = tuple(
@@ -233,7 +233,7 @@ def curves(value: Any) -> AlignmentSection[Curves]:
     return AlignmentSection("alignment-curves", Curves(figures))
 
 
-def runs(value: Any) -> AlignmentSection[Runs]:
+def runs(value: Record | Path | str) -> AlignmentSection[Runs]:
     """Both runs side by side: settings, overrides, environment, versions, commits, hardware,
     machine and the conditions each trained in; the rows that differ highlighted."""
     record = record_of(value)

@@ -30,9 +30,10 @@ from workbook.core.layout import (
     new_run_id,
     write_json,
 )
+from workbook.core.values import EMPTY, finite, number_text
 from workbook.plots.panels import overlay
 from workbook.report.links import report_href
-from workbook.report.sections import Figure, Section, encoded
+from workbook.report.section import Figure, Section, encoded
 from workbook.report.view import RunView, load_view
 
 CURVES = (
@@ -124,7 +125,7 @@ class Curves:
     replayed: tuple[int, ...]  # steps every run replayed from the same dump (shaded)
 
 
-def table(comparison: Any) -> Section[RunsTable]:
+def table(comparison: Comparison | Path | str) -> Section[RunsTable]:
     """One row per run: clip ratios, window means, step time, verdict; differences to the first."""
     c = comparison_of(comparison)
     lo, hi = c.window or (None, None)
@@ -139,19 +140,19 @@ def table(comparison: Any) -> Section[RunsTable]:
         verdict, _ = view.verdict
         rows.append(RunLine(
             run_id=view.run_id, label=label,
-            clip_ratio_low=_ratio(view.run.get("clip_ratio_low")),
-            clip_ratio_high=_ratio(view.run.get("clip_ratio_high")),
-            clip=_fmt(numbers["clip"]), clip_delta=_delta(numbers["clip"], first["clip"]),
-            reward=_fmt(numbers["reward"]),
+            clip_ratio_low=number_text(finite(view.run.get("clip_ratio_low")), 6),
+            clip_ratio_high=number_text(finite(view.run.get("clip_ratio_high")), 6),
+            clip=number_text(numbers["clip"]), clip_delta=_delta(numbers["clip"], first["clip"]),
+            reward=number_text(numbers["reward"]),
             reward_delta=_delta(numbers["reward"], first["reward"]),
-            step=_fmt(numbers["step"]),
+            step=number_text(numbers["step"]),
             step_delta=_delta(numbers["step"], first["step"], relative=True),
             replayed=numbers["replayed"], verdict=verdict,
             report=report_href(view.path, c.folder)))
     return Section("compare-table", RunsTable(head, tuple(rows)))
 
 
-def curves(comparison: Any) -> Section[Curves]:
+def curves(comparison: Comparison | Path | str) -> Section[Curves]:
     """Each metric of every run on one axis; replayed steps shaded."""
     c = comparison_of(comparison)
     named = list(zip(c.labels, (v.metrics for v in c.runs), strict=False))
@@ -180,7 +181,7 @@ def summary_numbers(view: RunView, window: tuple[int, int] | None) -> dict[str, 
             "replayed": len(set(chosen) & set(_replayed(view)))}
 
 
-def comparison_of(value: Any) -> Comparison:
+def comparison_of(value: Comparison | Path | str) -> Comparison:
     """A comparison, or the one recorded in a folder."""
     return value if isinstance(value, Comparison) else load(Path(value))
 
@@ -213,17 +214,9 @@ def runs_root_of(c: Comparison) -> Path | None:
     return Path(roots.pop()) if len(roots) == 1 else None
 
 
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
-
-
-def _ratio(value: Any) -> str:
-    return "-" if value is None else f"{float(value):g}"
-
-
 def _delta(value: float | None, first: float | None, relative: bool = False) -> str:
     if value is None or first is None:
-        return "-"
+        return EMPTY
     if relative:
-        return f"{(value - first) / first * 100:+.1f}%" if first else "-"
-    return f"{value - first:+.4g}"
+        return f"{(value - first) / first * 100:+.1f}%" if first else EMPTY
+    return number_text(value - first, signed=True)

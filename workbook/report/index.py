@@ -19,10 +19,10 @@ from base64 import b64encode
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from workbook.core.clock import date_text, now_iso
 from workbook.core.layout import (
     ALIGNMENT_FILE,
     ALIGNMENT_PAGE,
@@ -37,6 +37,7 @@ from workbook.core.layout import (
     write_atomic,
 )
 from workbook.core.status import SHOWN
+from workbook.core.values import number_text
 from workbook.history.ledger import Entry, problems, read_all
 from workbook.history.onsets import onsets as onsets_of
 from workbook.plots.trends import ChangeMark, change_marks, trend_chart
@@ -47,7 +48,7 @@ from workbook.report.palette import ALIGNMENT_VERDICTS, BISECT_BANNER
 from workbook.report.sparkline import sparkline
 from workbook.report.summary import HEADLINES, RunSummary, RunTree, scan, summarize
 from workbook.report.template import environment
-from workbook.report.view import date_text, duration_text
+from workbook.report.view import duration_text
 
 _e = html.escape
 TEMPLATE = "index.html.j2"
@@ -76,7 +77,7 @@ def write_index(runs_root: Path, out: Path | None = None, *, published: bool = F
     ledgers = read_all(runs_root, store=not published)  # the history of each scenario
     body = (
         f'<h1>verl runs</h1><p class="wb-note">{len(runs)} runs, '
-        f"newest first; generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}.</p>"
+        f"newest first; generated {date_text(now_iso())}.</p>"
         + _tally(runs)
         + _nightly(ledgers, runs_root, target.parent, runs)
         + _suites(tree, runs_root, target.parent)
@@ -185,7 +186,7 @@ def _table(runs: list[RunSummary], runs_root: Path, base: Path) -> str:
             run_id=r.run_id, scenario=r.scenario, verdict=r.verdict, status=r.status,
             date=date_text(r.started_at) if r.started_at else r.run_id, steps=steps,
             duration=duration_text(r.wall_time_s) if r.wall_time_s is not None else "",
-            numbers=tuple(_fmt(r.headline.get(h)) for h in HEADLINES),
+            numbers=tuple(number_text(r.headline.get(h)) for h in HEADLINES),
             href=(links.href(report, base) if r.has_report and _linkable(report, runs_root)
                   else None),
             reason=r.reason, pruned=r.pruned))
@@ -451,6 +452,3 @@ def _linkable(path: Path, runs_root: Path) -> bool:
         return False
     return Path(runs_root).resolve() in path.resolve().parents
 
-
-def _fmt(value: float | None) -> str:
-    return "" if value is None else f"{value:.4g}"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbook.checks.baseline import Baseline, load_baseline
+from workbook.core.clock import date_text
 from workbook.core.layout import RUN_FILES
 from workbook.errors import WorkbookError
 from workbook.history.ledger import Entry, file_sha256
@@ -21,7 +22,6 @@ from workbook.history.overview import BaselineState, Overview, overview
 from workbook.history.proposal_record import recorded_proposals
 from workbook.report.sparkline import Sparkline
 from workbook.report.template import environment
-from workbook.report.view import date_text
 
 TEMPLATE = "nightly.html.j2"
 MACRO = "nightly"  # the template's one macro

@@ -24,8 +24,10 @@ from workbook.checks.baseline import Baseline, BaselineMetric
 from workbook.checks.comparison import expected_bands
 from workbook.checks.reductions import WINDOWED
 from workbook.checks.spec import CheckSpec, MetricPolicy
+from workbook.core.clock import date_text
 from workbook.core.layout import write_atomic
 from workbook.core.quoting import value_text
+from workbook.core.values import number_text
 from workbook.history.changes import Change
 from workbook.history.ledger import Entry
 from workbook.history.proposal import MetricChange, Rejudged, Selection
@@ -35,9 +37,9 @@ from workbook.plots.compared import Band, StepRange
 from workbook.plots.review import review_chart
 from workbook.report.links import report_href
 from workbook.report.page import page
-from workbook.report.sections import encoded
+from workbook.report.section import encoded
 from workbook.report.template import environment
-from workbook.report.view import date_text, read_metrics
+from workbook.report.view import read_metrics
 
 TEMPLATE = "proposal.html.j2"
 MACRO = "review"  # the template's one macro
@@ -225,9 +227,7 @@ def write_review(path: Path, data: Review) -> Path:
 
 
 def _num(value: float | None, *, signed: bool = False) -> str:
-    if value is None:
-        return NA
-    return f"{value:+.6g}" if signed else f"{value:.6g}"
+    return number_text(value, 6, absent=NA, signed=signed)
 
 
 __all__ = ["KEPT_RED", "NA", "TURNED_GREEN", "Chart", "DifferLine", "MetricLine", "NightLine",

@@ -45,14 +45,15 @@ from workbook.core.project import run_notebook
 from workbook.core.redaction import redact_mapping
 from workbook.report import alignment, compare, sections
 from workbook.report.page import page
+from workbook.report.section import Section
+from workbook.report.sections import BANNER_TAG, REPORT_TAG
 
-REPORT_TAG, BANNER_TAG = "report", "banner"
 # parameters carry paths and maybe secrets; notebook-only cells narrate the interactive steps
 DROP_TAGS = {"parameters", "injected-parameters", "notebook-only"}
-_CALL = re.compile(r"^\s*((?:sections|compare|alignment)\.\w+)\(\s*\w+\s*\)\s*$")
-# A report cell is one of these calls on the run (comparison, alignment) folder; nothing else runs.
-SECTIONS: dict[str, Callable[[Any], sections.Section[Any]]] = {
-    **{f"sections.{name}": call for name, call in sections.SECTION_CALLS.items()},
+# a report cell is one call on the run (comparison, alignment) folder, by position or by keyword
+_CALL = re.compile(r"^\s*((?:sections|compare|alignment)\.\w+)\(\s*(?:\w+\s*=\s*)?\w+\s*\)\s*$")
+CALLS: dict[str, Callable[[Path], Section[Any]]] = {  # the only calls a report cell may make
+    **{f"sections.{c.name}": c.call for c in sections.SECTIONS},
     "compare.table": compare.table, "compare.curves": compare.curves,
     "alignment.verdict": alignment.verdict, "alignment.table": alignment.table,
     "alignment.curves": alignment.curves, "alignment.runs": alignment.runs,
@@ -120,8 +121,8 @@ def executed_notebook(template: Path, folder: Path, parameters: dict[str, Any] |
         if "parameters" in tags and parameters:
             cells.append(_injected(parameters))
         match = _CALL.match(cell.source) if cell.cell_type == "code" else None
-        if match and match.group(1) in SECTIONS and {REPORT_TAG, BANNER_TAG} & set(tags):
-            section = SECTIONS[match.group(1)](folder)
+        if match and match.group(1) in CALLS and {REPORT_TAG, BANNER_TAG} & set(tags):
+            section = CALLS[match.group(1)](folder)
             cell.outputs = [nbformat.v4.new_output(
                 "display_data", data={"text/html": section.html, "text/plain": repr(section)})]
     nb.cells = cells

@@ -17,11 +17,10 @@ import json
 import math
 from pathlib import Path
 
-from workbook.core.clock import utc_time
+from workbook.core.clock import now_iso, utc_time
 from workbook.core.layout import (
     PRUNED_FILE,
     RUN_FILES,
-    now_iso,
     read_json_object,
     write_json,
     write_redacted,

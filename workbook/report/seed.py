@@ -26,12 +26,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workbook.core.clock import now_iso
 from workbook.core.layout import (
     PRUNED_FILE,
     RUN_FILES,
     SEEDED_FILE,
     is_run_dir,
-    now_iso,
     write_json,
 )
 from workbook.errors import InputError

@@ -16,8 +16,9 @@ from statistics import fmean
 from typing import Any
 
 from workbook.core.layout import PRUNED_FILE, RUN_FILES, SUMMARY_CACHE, is_run_dir, write_atomic
+from workbook.core.values import finite
 from workbook.metrics.model import RunMetrics
-from workbook.report.view import finite_number, load_view
+from workbook.report.view import load_view
 
 CACHE_VERSION = 1
 SOURCES = ("run", "checks", "metrics", "log", "report")
@@ -154,7 +155,7 @@ def _compute(run_dir: Path) -> RunSummary:
         reason=reason,
         steps=view.steps_reached,
         expected_steps=_int(view.run.get("expected_steps")),
-        wall_time_s=finite_number(view.run.get("wall_time_s")),
+        wall_time_s=finite(view.run.get("wall_time_s")),
         has_report=(run_dir / RUN_FILES["report"]).is_file(),
         headline=headline(view.metrics),
         out_of_band=out,
@@ -174,5 +175,5 @@ def _signature(run_dir: Path) -> list[Any]:
 
 
 def _int(value: Any) -> int | None:
-    number = finite_number(value)
+    number = finite(value)
     return int(number) if number is not None else None

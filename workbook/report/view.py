@@ -8,15 +8,14 @@ run's status. Everything a page shows passes through :mod:`workbook.core.redacti
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbook.core.clock import utc_time
 from workbook.core.layout import RUN_FILES, file_signature, read_json_object
 from workbook.core.redaction import LineRedactor, form_of, redact_document, redact_mapping
 from workbook.core.status import FAILED_STATUSES, VERDICTS, RunStatus, Shown, Verdict
+from workbook.core.values import finite
 from workbook.errors import MetricsError
 from workbook.metrics import progress
 from workbook.metrics.console import ANSI_RE
@@ -157,15 +156,8 @@ def read_metrics(path: Path, *, quick: bool = False) -> RunMetrics:
 
 
 def duration_text(seconds: Any) -> str:
-    value = finite_number(seconds)
+    value = finite(seconds)
     return "unknown" if value is None else progress.duration_text(value)
-
-
-def date_text(iso: str) -> str:
-    """A recorded time as a page shows it, in UTC to the minute; the text as it is when it is
-    not a time."""
-    when = utc_time(iso)
-    return when.strftime("%Y-%m-%d %H:%M UTC") if when else iso or "unknown"
 
 
 def _verdict_of(source: Any, reason: str) -> tuple[str, str]:
@@ -176,10 +168,4 @@ def _verdict_of(source: Any, reason: str) -> tuple[str, str]:
     return "", ""
 
 
-def finite_number(value: Any) -> float | None:
-    """``value`` as a finite float, else None (run.json fields may be missing, text or NaN)."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
+

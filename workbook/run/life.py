@@ -26,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from workbook.core.clock import now_iso
 from workbook.core.layout import (
     ALIGNMENT_FILE,
     CLOSING_WRITES,
@@ -35,12 +36,16 @@ from workbook.core.layout import (
     ERROR_LOG,
     RUN_FILES,
     RunDir,
+    RunRef,
     default_root,
     file_signature,
-    now_iso,
+    run_dir_of,
 )
 from workbook.core.status import ACTIVE, RunStatus
 from workbook.launch.outcome import Outcome
+
+if TYPE_CHECKING:
+    from workbook.checks.verdict import Verdict
 
 # run.json keys the closing itself writes (the verdict too): never an input of a closing step
 CLOSING_KEYS = ("verdict", *CLOSING_WRITES)
@@ -50,15 +55,6 @@ DRIVEN = "WORKBOOK_DRIVEN"  # set by `workbook run` for the kernels it starts
 def driven() -> bool:
     """Whether ``workbook run`` drives this kernel (it prints progress itself)."""
     return bool(os.environ.get(DRIVEN))
-
-
-def run_dir_of(run: Any) -> RunDir:
-    """The run directory of a prepared ``Run``, a ``RunDir`` or a path."""
-    if isinstance(run, RunDir):
-        return run
-    if hasattr(run, "run_dir"):
-        return run_dir_of(run.run_dir)
-    return RunDir(Path(run).resolve())
 
 
 def record_outcome(rd: RunDir, outcome: Outcome, *, expected_steps: int | None = None,
@@ -84,7 +80,7 @@ def record_outcome(rd: RunDir, outcome: Outcome, *, expected_steps: int | None =
     )
 
 
-def judge(run: Any) -> dict[str, Any]:
+def judge(run: RunRef) -> dict[str, Any]:
     """Judge the run (checks.json and the verdict in run.json) unless its inputs are unchanged
     since it was judged; the verdict either way. The notebook's judge cell (its closing, the
     last cell, renders the report and records the ledger from this verdict)."""
@@ -93,7 +89,7 @@ def judge(run: Any) -> dict[str, Any]:
     return _checks(rd)
 
 
-def recorded(run: Any, verdict: Any) -> bool:
+def recorded(run: RunRef, verdict: Verdict) -> bool:
     """Whether the run's closing recorded ``verdict`` (a :class:`~workbook.checks.verdict.Verdict`)
     everywhere: checks.json holds it, run.json's verdict is its summary, the report was rendered
     from that checks.json and the ledger updated after it. ``workbook check`` closes the run
@@ -131,7 +127,15 @@ class Finished:
                 + (f"<p>Steps that failed:</p><ul>{failed}</ul>" if failed else ""))
 
 
-def close(run: Any, *, announce: bool = True, rerender: bool = False,
+class Paged(Protocol):
+    """A comparison or an alignment (``compare.prepare``, ``alignment.prepare``): a folder whose
+    page closing renders."""
+
+    @property
+    def folder(self) -> Path: ...
+
+
+def close(run: RunRef | Paged, *, announce: bool = True, rerender: bool = False,
           rejudge: bool = False) -> Finished:
     """Close a run: record how it ended, judge it, render ``report.html``, update the ledger
     (:mod:`workbook.history.ledger`) and the index.
@@ -152,7 +156,7 @@ def close(run: Any, *, announce: bool = True, rerender: bool = False,
         return _close_page(where, "alignment", announce=announce)
     if where is not None and (folder is not None or (where / COMPARISON_FILE).is_file()):
         return _close_page(where, "comparison", announce=announce)
-    rd = run_dir_of(run)
+    rd = run_dir_of(cast(RunRef, run))  # not a page: a run
     done = Finished(rd.path, None)
     step = _stepper(rd, done)
     live = step("record the outcome", lambda: _record_unfinished(rd))
