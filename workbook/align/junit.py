@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 from junitparser import Failure, SystemOut, TestCase, TestSuite
 
+from workbook.core.values import EMPTY, number_text
+
 if TYPE_CHECKING:  # at run time it would import scipy into every command (workbook check's too)
     from workbook.align.runs import Alignment
 
@@ -50,4 +52,4 @@ def alignment_suite(alignment: Alignment, *, page: str | None = None) -> TestSui
 
 
 def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3g} %"
+    return EMPTY if value is None else f"{number_text(value, 3)} %"
