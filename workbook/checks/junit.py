@@ -28,7 +28,7 @@ from workbook.checks.verdict import Verdict
 from workbook.core.layout import write_redacted
 from workbook.core.status import Verdict as Word
 
-if TYPE_CHECKING:  # at run time it would import scipy into every command (workbook check's too)
+if TYPE_CHECKING:  # only workbook align loads the alignment
     from workbook.checks.aligned_runs import Alignment
 
 
@@ -71,7 +71,7 @@ def skipped_suite(name: str, why: str) -> TestSuite:
 
 def alignment_suite(alignment: Alignment, *, page: str | None = None) -> TestSuite:
     """One ``<testsuite>`` named ``alignment <A> vs <B>`` (run ids; the scenario a property)."""
-    from workbook.checks.aligned_runs import steps_expected  # scipy: workbook align's only
+    from workbook.checks.aligned_runs import steps_expected
     from workbook.checks.alignment import steps_problem
 
     a, b = alignment.a, alignment.b
