@@ -70,9 +70,6 @@ class Retry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     max: Annotated[int, BeforeValidator(_retries)] = 1
 
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump()
-
     @classmethod
     def parse(cls, value: Any) -> tuple[Retry | None, list[str]]:
         """``{max: 1}`` as a Retry, else None and every problem found, each with its key."""

@@ -226,7 +226,7 @@ def run_suite(path: Path, *, runs_root: Path, directory: Path | None = None,
     directory.mkdir(parents=True, exist_ok=True)
     header: dict[str, Any] = {"suite": name, "file": str(Path(path).resolve())}
     if retry is not None:
-        header["retry"] = retry.to_json()
+        header["retry"] = retry.model_dump()
     batch = Batch("suite", directory, items, Ledger(directory / SUITE_FILE, "entries",
                                                     keep_others=True), lambda: header)
     batch.save()

@@ -64,10 +64,7 @@ DEFAULT_WINDOW = (5, 14)
 DIRECTIONS = ("both", "higher_is_worse", "lower_is_worse")
 BY_WINDOW, BY_STEPS = "window", "steps"  # how a baseline comparison is made (compare_by)
 COMPARE_BY = ("auto", BY_WINDOW, BY_STEPS)
-POLICY_FIELDS = ("reduce", "window", "direction", "k", "atol", "rtol", "compare", "compare_by",
-                 "finite", "bounds", "enabled", "confirm_nights")
 MAX_CONFIRM_NIGHTS = 30  # a month of nights: beyond it a failure would wait too long to be seen
-SECTION_KEYS = ("baseline", "window", "min_steps", "defaults", "metrics", "expressions")
 
 # Compared with the baseline when it names them. The first five are verl's nightly comparator
 # (check_npu.py), with its tolerances for baselines that carry no sigma (verl's own Ascend
@@ -185,11 +182,11 @@ class CheckSpec:
         }
 
 
-def _rule(ok: Callable[[Any], bool], text: str, *, got: bool = True) -> BeforeValidator:
+def _rule(ok: Callable[[Any], bool], text: str) -> BeforeValidator:
     """A field's check and its message (``text, got <the value>``) when ``ok(value)`` is false."""
     def check(value: Any) -> Any:
         if not ok(value):
-            raise ValueError(f"{text}, got {short(value)}" if got else text)
+            raise ValueError(f"{text}, got {short(value)}")
         return value
     return BeforeValidator(check)
 
@@ -204,16 +201,13 @@ def _step_range(value: Any) -> bool:
 
 
 def _bounds(value: Any) -> bool:
-    if not isinstance(value, (list, tuple)) or len(value) != 2:
-        return False
-    lo, hi = value
-    if not all(v is None or finite_number(v) for v in value):
-        return False
-    return lo is None or hi is None or lo <= hi
+    return (isinstance(value, (list, tuple)) and len(value) == 2
+            and all(v is None or finite_number(v) for v in value)
+            and (None in value or value[0] <= value[1]))
 
 
 _WINDOW = _rule(_step_range, f"must be [first, last] steps with 0 <= first <= last <= {MAX_STEP}")
-_FLAG = _rule(lambda v: isinstance(v, bool), "must be true or false", got=False)
+_FLAG = _rule(lambda v: isinstance(v, bool), "must be true or false")
 _TOLERANCE = _rule(lambda v: v is None or finite_number(v) and v >= 0,
                    "must be a finite number >= 0")
 
@@ -365,19 +359,15 @@ def _problem(err: Any, section: Mapping[str, Any]) -> tuple[tuple[int, ...], str
     loc = err["loc"]
     where = "checks" + "".join(f"[{p}]" if isinstance(p, int) else f".{cut(str(p))}" for p in loc)
     if err["type"] == "extra_forbidden" and len(loc) == 1:
-        return (0,), where, f"unknown key; known: {', '.join(SECTION_KEYS)}"
-    order = [SECTION_KEYS.index(loc[0]) + 1]
+        return (0,), where, f"unknown key; known: {', '.join(ChecksSection.model_fields)}"
+    order = [list(ChecksSection.model_fields).index(loc[0]) + 1]
     value: Any = section.get(loc[0])
-    for part in loc[1:]:  # where each part is written in the section
-        if isinstance(value, Mapping):
-            keys = [str(k) for k in value]
-            order.append(keys.index(part) if part in keys else len(keys))
-            value = value.get(part)
-        else:
-            order.append(part if isinstance(part, int) else 0)
-            value = value[part] if isinstance(value, list) and isinstance(part, int) else None
+    for part in loc[1:]:  # where each part is written in the section (a list item: its index)
+        keys = [str(k) for k in value] if isinstance(value, Mapping) else []
+        order.append(keys.index(part) if part in keys else part if isinstance(part, int) else 0)
+        value = value.get(part) if isinstance(value, Mapping) else None
     if err["type"] == "extra_forbidden":
-        return tuple(order), where, f"unknown field; known: {', '.join(POLICY_FIELDS)}"
+        return tuple(order), where, f"unknown field; known: {', '.join(PolicyFields.model_fields)}"
     return tuple(order), where, str(err["msg"]).removeprefix("Value error, ")
 
 
