@@ -224,7 +224,7 @@ def test_the_throughput_ratio_is_judged_only_when_asked(
         assert alignment.judgement.reason == "throughput ratio B/A 0.5 < 0.8"
 
 
-def test_a_systematic_shift_is_significant_and_noise_is_not() -> None:
+def test_a_systematic_shift_is_one_sided_and_noise_is_not() -> None:
     """On the 9 steps of the Ascend run: B 0.5 % of the scale above A at every step, or
     alternating above and below by the same amount."""
     npu = records(NPU_GRPO)
@@ -235,18 +235,17 @@ def test_a_systematic_shift_is_significant_and_noise_is_not() -> None:
     noisy = align_metric(LOSS, a, {s: v + (delta if s % 2 else -delta) for s, v in a.items()},
                          2.0)
 
-    assert shifted.paired and shifted.paired.shifted and shifted.paired.p == pytest.approx(2 / 512)
-    assert (shifted.paired.above, shifted.paired.below) == (9, 0)
+    assert shifted.paired and (shifted.paired.above, shifted.paired.below) == (9, 0)
     assert "consistently above" in shifted.paired.note
-    assert noisy.paired and not noisy.paired.shifted and noisy.paired.p > 0.5
-    assert shifted.status == WITHIN  # the test informs; the threshold decides
+    assert noisy.paired and (noisy.paired.above, noisy.paired.below) == (5, 4)
+    assert shifted.status == WITHIN  # the signs inform; the threshold decides
 
 
-def test_the_paired_test_says_when_too_few_steps_can_reach_significance() -> None:
-    found = paired_shift([0.1, 0.2, 0.3, 0.4])  # the 4 steps of a tiny run, all above
+def test_the_signs_leave_out_equal_and_non_finite_steps() -> None:
+    found = paired_shift([0.1, -0.2, 0.0, float("nan")])
 
-    assert found.p == pytest.approx(0.125) and not found.shifted
-    assert "fewer than 6" in found.note
+    assert (found.steps, found.above, found.below) == (3, 1, 1)
+    assert paired_shift([]).note.startswith("no step")
 
 
 def test_the_record_reads_back_as_written(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""The alignment's statistics (scipy) load with ``workbook align`` only, never with the command
-line every other subcommand starts from."""
+"""scipy (ruptures' dependency, for the trend charts' level changes) never loads with the command
+line every subcommand starts from."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A suite may run an entry again whose run failed on the infrastructure, never any other.
 
-``retry: {on: infrastructure, max: 1}`` in a suite file: validated with every problem listed
+``retry: {max: 1}`` in a suite file: validated with every problem listed
 (exit 2), then the engine runs an entry whose diagnosis is ``infrastructure`` once more, keeps
 both attempts' run directories and says in the record why. The per-entry run is a stand-in that
 writes the diagnosis a real closing would (from the real diagnoser, on real log lines).
@@ -65,13 +65,13 @@ def night(tmp_path: Path, scenario: Path, option: str | None) -> Path:
 FIRST, SECOND = "01-npu", "02-npu-"
 RETRIES = [
     # option line, plan of the first entry, its calls, its final status, retried
-    ("retry: {on: infrastructure, max: 1}", [("failed", "infrastructure"), ("passed", "none")],
+    ("retry: {max: 1}", [("failed", "infrastructure"), ("passed", "none")],
      2, "passed", True),
-    ("retry: {on: infrastructure, max: 1}", [("failed", "infrastructure")], 2, "failed", True),
-    ("retry: {on: infrastructure, max: 2}", [("failed", "infrastructure")], 3, "failed", True),
-    ("retry: {on: infrastructure, max: 1}", [("failed", "config_error")], 1, "failed", False),
-    ("retry: {on: infrastructure, max: 1}", [("regressed", "none")], 1, "regressed", False),
-    ("retry: {on: infrastructure, max: 0}", [("failed", "infrastructure")], 1, "failed", False),
+    ("retry: {max: 1}", [("failed", "infrastructure")], 2, "failed", True),
+    ("retry: {max: 2}", [("failed", "infrastructure")], 3, "failed", True),
+    ("retry: {max: 1}", [("failed", "config_error")], 1, "failed", False),
+    ("retry: {max: 1}", [("regressed", "none")], 1, "regressed", False),
+    ("retry: {max: 0}", [("failed", "infrastructure")], 1, "failed", False),
     (None, [("failed", "infrastructure")], 1, "failed", False),
 ]
 
@@ -107,7 +107,7 @@ def test_only_an_infrastructure_failure_is_run_again_and_at_most_max_times(
 def test_a_run_whose_port_another_process_took_is_run_again(tmp_path: Path,
                                                             scenario: Path) -> None:
     fake = Attempts({FIRST: [("failed", "port_in_use"), ("passed", "none")]})
-    result = run_suite(night(tmp_path, scenario, "retry: {on: infrastructure, max: 1}"),
+    result = run_suite(night(tmp_path, scenario, "retry: {max: 1}"),
                        runs_root=tmp_path / "runs", execute=fake)
 
     assert fake.calls.count(fake.calls[0]) == 2
@@ -118,14 +118,14 @@ def test_a_run_whose_port_another_process_took_is_run_again(tmp_path: Path,
 
 
 def test_the_suite_file_records_its_retry_policy(tmp_path: Path, scenario: Path) -> None:
-    result = run_suite(night(tmp_path, scenario, "retry: {on: infrastructure, max: 1}"),
+    result = run_suite(night(tmp_path, scenario, "retry: {max: 1}"),
                        runs_root=tmp_path / "runs", execute=Attempts({}))
     header = json.loads((result.directory / "suite.json").read_text())
-    assert header["retry"] == {"on": "infrastructure", "max": 1}
+    assert header["retry"] == {"max": 1}
 
 
 def test_a_resumed_record_keeps_its_retries(tmp_path: Path, scenario: Path) -> None:
-    suite = night(tmp_path, scenario, "retry: {on: infrastructure, max: 1}")
+    suite = night(tmp_path, scenario, "retry: {max: 1}")
     fake = Attempts({FIRST: [("failed", "infrastructure"), ("passed", "none")]})
     first = run_suite(suite, runs_root=tmp_path / "runs", execute=fake)
     again = run_suite(suite, runs_root=tmp_path / "runs", directory=first.directory,
@@ -135,10 +135,10 @@ def test_a_resumed_record_keeps_its_retries(tmp_path: Path, scenario: Path) -> N
 
 
 VALID = [
-    ("retry: {on: infrastructure, max: 1}", Retry("infrastructure", 1)),
-    ("retry: {on: infrastructure, max: 3}  # a comment", Retry("infrastructure", 3)),
-    ("retry: {on: infrastructure}", Retry("infrastructure", 1)),
-    ("retry: {'on': infrastructure, max: 0}", Retry("infrastructure", 0)),
+    ("retry: {max: 1}", Retry(max=1)),
+    ("retry: {max: 3}  # a comment", Retry(max=3)),
+    ("retry: {}", Retry(max=1)),
+    ("retry: {'max': 0}", Retry(max=0)),
     (None, None),
 ]
 
@@ -152,18 +152,17 @@ def test_a_valid_retry_option_is_read(tmp_path: Path, scenario: Path, option: st
 
 INVALID = [
     # line, what the problem says
-    ("retry: {on: oom, max: 1}", "retry: on: 'oom' cannot be retried"),
-    ("retry: {on: config_error}", "retry: on: 'config_error' cannot be retried"),
-    ("retry: {on: infrastructure, max: 5}", "retry: max: 5 is not a whole number from 0 to 3"),
-    ("retry: {on: infrastructure, max: -1}", "retry: max: -1 is not a whole number"),
-    ("retry: {on: infrastructure, max: yes}", "retry: max: True is not a whole number"),
-    ("retry: {on: infrastructure, max: 1.5}", "retry: max: 1.5 is not a whole number"),
-    ("retry: {max: 1}", "retry: 'on' is missing"),
-    ("retry: {on: infrastructure, tries: 2}", "retry: unknown key 'tries' (known: on, max)"),
-    ("retry: [infrastructure]", "retry: expected a mapping such as {on: infrastructure, max: 1}"),
+    ("retry: {on: oom, max: 1}", "retry: unknown key 'on' (known: max); only infrastructure"),
+    ("retry: {on: infrastructure}", "retry: unknown key 'on' (known: max)"),
+    ("retry: {max: 5}", "retry: max: 5 is not a whole number from 0 to 3"),
+    ("retry: {max: -1}", "retry: max: -1 is not a whole number"),
+    ("retry: {max: yes}", "retry: max: True is not a whole number"),
+    ("retry: {max: 1.5}", "retry: max: 1.5 is not a whole number"),
+    ("retry: {max: 1, tries: 2}", "retry: unknown key 'tries' (known: max)"),
+    ("retry: [infrastructure]", "retry: expected a mapping such as {max: 1}"),
     ("retry:", "retry: expected a mapping"),
-    ("retry: {on: [", "retry: not valid YAML"),
-    ("retries: {on: infrastructure}", "retries: not a suite option (the options: retry)"),
+    ("retry: {max: [", "retry: not valid YAML"),
+    ("retries: {max: 1}", "retries: not a suite option (the options: retry)"),
 ]
 
 
@@ -188,12 +187,12 @@ def test_every_problem_of_the_options_and_entries_is_listed_at_once(
         tmp_path: Path, scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
     suite = tmp_path / "night.txt"
     suite.write_text("retry: {on: oom, max: 9, tries: 1}\n"
-                     "retry: {on: infrastructure}\n"
+                     "retry: {max: 1}\n"
                      f"{scenario}\n"
                      "missing.yaml\n")
     assert main(["suite", "validate", str(suite)]) == 2
     err = capsys.readouterr().err
-    for words in (f"{suite}:1: retry: unknown key 'tries'", f"{suite}:1: retry: on: 'oom'",
+    for words in (f"{suite}:1: retry: unknown key 'tries'", f"{suite}:1: retry: unknown key 'on'",
                   f"{suite}:1: retry: max: 9", f"{suite}:2: retry: given twice (first on line 1)",
                   f"{suite}:4: no such scenario file"):
         assert words in err, err

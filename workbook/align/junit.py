@@ -3,21 +3,15 @@ its threshold), for the steps B reached and the throughput ratio; warnings in ``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from junitparser import Failure, SystemOut, TestCase, TestSuite
 
+from workbook.align.compute import steps_problem
+from workbook.align.runs import Alignment, steps_expected
 from workbook.core.values import EMPTY, number_text
-
-if TYPE_CHECKING:  # at run time it would import scipy into every command (workbook check's too)
-    from workbook.align.runs import Alignment
 
 
 def alignment_suite(alignment: Alignment, *, page: str | None = None) -> TestSuite:
     """One ``<testsuite>`` named ``alignment <A> vs <B>`` (run ids; the scenario a property)."""
-    from workbook.align.compute import steps_problem
-    from workbook.align.runs import steps_expected  # scipy: workbook align's only
-
     a, b = alignment.a, alignment.b
     name = f"alignment {a.run_id} vs {b.run_id}"
     suite = TestSuite(name)

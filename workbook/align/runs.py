@@ -245,8 +245,8 @@ def _metric(d: Mapping[str, Any]) -> MetricAlignment:
         errors={int(s["step"]): float(s["error_pct"]) for s in steps},
         mae=_number_in(d.get("mae_pct")), max_error=_number_in(d.get("max_error_pct")),
         first_beyond=d.get("first_step_beyond"), why=str(d.get("why") or ""),
-        paired=PairedTest(paired.get("p"), int(paired["steps"]), int(paired["above"]),
-                          int(paired["below"]), str(paired["note"])) if paired else None)
+        paired=PairedTest(int(paired["steps"]), int(paired["above"]), int(paired["below"]),
+                          str(paired["note"])) if paired else None)
 
 
 def _side_dict(s: RunSide) -> dict[str, Any]:

@@ -33,7 +33,9 @@ from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from workbook.batch.lanes import Lanes
 from workbook.batch.orphans import clear_orphans
@@ -50,46 +52,43 @@ if TYPE_CHECKING:
 
 Execute = Callable[..., "RunResult"]  # execute_run's signature: (params, sets, rd, *, runs_root, launcher, echo)
 POLL_S = 0.5
-RETRY_ON = ("infrastructure",)  # the diagnosis categories an item may be retried on
+RETRIED = "infrastructure"  # the one diagnosis category a retry may mend
 MAX_RETRIES = 3  # a night of accelerators is too dear to spend on more
 
 
-@dataclass(frozen=True)
-class Retry:
-    """Run an item again when its run failed with diagnosis category ``on``, ``max`` times."""
+def _retries(value: Any) -> Any:
+    """``max``: a whole number of retries (``max: yes`` is a mistake, not 1)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RETRIES:
+        raise ValueError(f"{short(value)} is not a whole number from 0 to {MAX_RETRIES}")
+    return value
 
-    on: str = "infrastructure"
-    max: int = 1
 
-    def to_json(self) -> dict[str, Any]:
-        return {"on": self.on, "max": self.max}
+class Retry(BaseModel):
+    """Run an item again, at most ``max`` times, when its run failed on the infrastructure (a
+    device, disk, Ray node or link broke); any other failure would fail the same way again."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    max: Annotated[int, BeforeValidator(_retries)] = 1
 
     @classmethod
     def parse(cls, value: Any) -> tuple[Retry | None, list[str]]:
-        """``{on: infrastructure, max: 1}`` as a Retry, else None and every problem found.
-
-        YAML 1.1 reads the key ``on`` as true; that key is ``on`` too.
-        """
+        """``{max: 1}`` as a Retry, else None and every problem found, each with its key."""
         if not isinstance(value, dict):
-            return None, [f"expected a mapping such as {{on: infrastructure, max: 1}}, got "
-                          f"{short(value)}"]
-        problems: list[str] = []
+            return None, [f"expected a mapping such as {{max: 1}}, got {short(value)}"]
+        # YAML 1.1 reads the key ``on`` (the policy's old key, now refused) as true
         given = {("on" if key is True else str(key)): v for key, v in value.items()}
-        for key in sorted(given.keys() - {"on", "max"}):
-            problems.append(f"unknown key {short(key)} (known: on, max)")
-        on = given.get("on")
-        if on is None:
-            problems.append("'on' is missing: say which failures are retried (on: infrastructure)")
-        elif on not in RETRY_ON:
-            problems.append(f"on: {short(on)} cannot be retried: only infrastructure "
-                            "failures are (any other would fail the same way again)")
-        most = given.get("max", 1)
-        if isinstance(most, bool) or not isinstance(most, int) or not 0 <= most <= MAX_RETRIES:
-            problems.append(f"max: {short(most)} is not a whole number from 0 to "
-                            f"{MAX_RETRIES}")
-        if problems:
-            return None, problems
-        return cls(str(on), int(most)), []
+        try:
+            return cls.model_validate(given), []
+        except ValidationError as exc:
+            return None, [_retry_problem(err) for err in exc.errors(include_url=False)]
+
+
+def _retry_problem(err: Any) -> str:
+    key = err["loc"][0]
+    if err["type"] == "extra_forbidden":
+        hint = "; only infrastructure failures are retried, always" if key == "on" else ""
+        return f"unknown key {short(key)} (known: max){hint}"
+    return f"{key}: {str(err['msg']).removeprefix('Value error, ')}"
 
 
 @dataclass
@@ -348,7 +347,7 @@ class Engine:
         if (policy is None or self.stopping or record.status != Verdict.FAILED.value
                 or self.retried.get(key, 0) >= policy.max):
             return
-        why = failure_of(running.run_dir, policy.on)
+        why = failure_of(running.run_dir, RETRIED)
         if why is None:
             return
         self.retried[key] = self.retried.get(key, 0) + 1

@@ -10,7 +10,7 @@ optional per-line overrides, as NeMo-RL keeps its nightly lists::
 Scenario paths are relative to the suite file's folder, else to the project's ``params/``.
 A line ``NAME: VALUE`` is an option of the whole suite; the one there is::
 
-    retry: {on: infrastructure, max: 1}
+    retry: {max: 1}
 
 runs an entry again (at most ``max`` times) whose run failed on the infrastructure (a device,
 disk, Ray node or link broke; its diagnosis says ``infrastructure``), never one that failed any
@@ -226,7 +226,7 @@ def run_suite(path: Path, *, runs_root: Path, directory: Path | None = None,
     directory.mkdir(parents=True, exist_ok=True)
     header: dict[str, Any] = {"suite": name, "file": str(Path(path).resolve())}
     if retry is not None:
-        header["retry"] = retry.to_json()
+        header["retry"] = retry.model_dump()
     batch = Batch("suite", directory, items, BatchFile(directory / SUITE_FILE, "entries",
                                                     keep_others=True), lambda: header)
     batch.save()

@@ -23,9 +23,7 @@ agree step by step, ``series`` and ``series_sigma`` give each step its own band 
 are comparable with; the tuning and env in its provenance only say what its runs ran with
 (settings recorded before tuning was split from them still hold tuning overrides, which
 comparisons ignore). Format 1 files (no sigma, no key, no settings) and format 2 files (no
-``series_sigma``: compared by the window statistic only) still load, and so do files that still
-carry the per-step ``band`` and the ``spread`` earlier versions wrote and nothing read (checked,
-then ignored).
+``series_sigma``: compared by the window statistic only) still load: committed baselines are.
 
 Files are written by ``workbook bless`` or ``workbook baseline import``; nobody edits numbers by
 hand. verl's Ascend baselines (``key:value`` text lines read by its ``check_npu.py``) load

@@ -41,10 +41,6 @@ MAX_COLLECTED = 1000          # problems gathered before reading stops (a file o
 TOP_KEYS = ("format", "scenario", "hardware", "hardware_key", "settings", "provenance", "metrics",
             "conditions")
 METRIC_KEYS = ("value", "reduce", "window", "sigma", "n", "series", "series_sigma")
-# written by earlier versions and never read: still checked in old files, then ignored
-LEGACY_METRIC_KEYS = ("band", "spread")
-BAND_KEYS = ("min", "max", "std")
-SPREAD_KEYS = ("min", "max", "mean", "std", "n")
 
 # What a file naming its ``format`` says of where its numbers came from, by who wrote it: the keys
 # it must have (a null value says the fact was not known, a missing key that it was never
@@ -287,7 +283,7 @@ def metric_problems(metric: str, entry: Any, where: str) -> list[str]:
     """One metric's entry: known keys, finite numbers within the metric's range."""
     if not isinstance(entry, Mapping):
         return [f"{where}: expected a mapping, got {type(entry).__name__}"]
-    problems = unknown_keys(entry, METRIC_KEYS + LEGACY_METRIC_KEYS, where)
+    problems = unknown_keys(entry, METRIC_KEYS, where)
     for key in ("value", "sigma"):
         problems += _number(metric if key == "value" else "", entry.get(key), f"{where}.{key}",
                             optional=True, at_least=0.0 if key == "sigma" else None)
@@ -299,25 +295,6 @@ def metric_problems(metric: str, entry: Any, where: str) -> list[str]:
     problems += _steps(metric, entry.get("series"), f"{where}.series")
     # a spread, not a value of the metric: never below 0, whatever range the metric has
     problems += _steps("", entry.get("series_sigma"), f"{where}.series_sigma", at_least=0.0)
-    band = entry.get("band")
-    if band is not None:
-        if not isinstance(band, Mapping):
-            problems.append(f"{where}.band: expected a mapping of min/max/std series")
-        else:
-            problems += unknown_keys(band, BAND_KEYS, f"{where}.band")
-            for key in BAND_KEYS:
-                problems += _steps("" if key == "std" else metric, band.get(key),
-                                   f"{where}.band.{key}", at_least=0.0 if key == "std" else None)
-    spread = entry.get("spread")
-    if spread is not None:
-        if not isinstance(spread, Mapping):
-            problems.append(f"{where}.spread: expected a mapping of {'/'.join(SPREAD_KEYS)}")
-        else:
-            problems += unknown_keys(spread, SPREAD_KEYS, f"{where}.spread")
-            for key in SPREAD_KEYS:
-                problems += _number("" if key in ("std", "n") else metric, spread.get(key),
-                                    f"{where}.spread.{key}", optional=True,
-                                    at_least={"std": 0.0, "n": 1.0}.get(key))
     return problems
 
 

@@ -39,10 +39,21 @@ widens it, or the nightly default when the baseline has no sigma) is in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    InstanceOf,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from workbook.checks.expression import MAX_STEP, Expression, compile_expression, finite_number
 from workbook.checks.reductions import REDUCTIONS, WINDOWED
@@ -53,10 +64,7 @@ DEFAULT_WINDOW = (5, 14)
 DIRECTIONS = ("both", "higher_is_worse", "lower_is_worse")
 BY_WINDOW, BY_STEPS = "window", "steps"  # how a baseline comparison is made (compare_by)
 COMPARE_BY = ("auto", BY_WINDOW, BY_STEPS)
-POLICY_FIELDS = ("reduce", "window", "direction", "k", "atol", "rtol", "compare", "compare_by",
-                 "finite", "bounds", "enabled", "confirm_nights")
 MAX_CONFIRM_NIGHTS = 30  # a month of nights: beyond it a failure would wait too long to be seen
-SECTION_KEYS = ("baseline", "window", "min_steps", "defaults", "metrics", "expressions")
 
 # Compared with the baseline when it names them. The first five are verl's nightly comparator
 # (check_npu.py), with its tolerances for baselines that carry no sigma (verl's own Ascend
@@ -174,39 +182,212 @@ class CheckSpec:
         }
 
 
+def _rule(ok: Callable[[Any], bool], text: str) -> BeforeValidator:
+    """A field's check and its message (``text, got <the value>``) when ``ok(value)`` is false."""
+    def check(value: Any) -> Any:
+        if not ok(value):
+            raise ValueError(f"{text}, got {short(value)}")
+        return value
+    return BeforeValidator(check)
+
+
+def _one_of(choices: tuple[str, ...]) -> BeforeValidator:
+    return _rule(lambda v: v in choices, f"must be one of {', '.join(choices)}")
+
+
+def _step_range(value: Any) -> bool:
+    return (isinstance(value, (list, tuple)) and len(value) == 2
+            and all(type(v) is int for v in value) and 0 <= value[0] <= value[1] <= MAX_STEP)
+
+
+def _bounds(value: Any) -> bool:
+    return (isinstance(value, (list, tuple)) and len(value) == 2
+            and all(v is None or finite_number(v) for v in value)
+            and (None in value or value[0] <= value[1]))
+
+
+_WINDOW = _rule(_step_range, f"must be [first, last] steps with 0 <= first <= last <= {MAX_STEP}")
+_FLAG = _rule(lambda v: isinstance(v, bool), "must be true or false")
+_TOLERANCE = _rule(lambda v: v is None or finite_number(v) and v >= 0,
+                   "must be a finite number >= 0")
+
+
+class PolicyFields(BaseModel):
+    """One metric's policy as the scenario writes it (merged over its default by
+    :meth:`CheckSpec.policy`; only the fields given count)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    reduce: Annotated[str, _one_of(REDUCTIONS)] = "mean"
+    window: Annotated[list[int], _WINDOW] = list(DEFAULT_WINDOW)
+    direction: Annotated[str, _one_of(DIRECTIONS)] = "both"
+    k: Annotated[float, _rule(lambda v: finite_number(v) and v > 0,
+                              "must be a finite number > 0 (sigmas)")] = 1.0
+    atol: Annotated[float | None, _TOLERANCE] = None
+    rtol: Annotated[float | None, _TOLERANCE] = None
+    compare: Annotated[bool, _FLAG] = True
+    compare_by: Annotated[str, _one_of(COMPARE_BY)] = "auto"
+    finite: Annotated[bool, _FLAG] = False
+    bounds: Annotated[list[float | None], _rule(
+        _bounds, "must be [low, high] finite numbers (null for open)")] = [None, None]
+    enabled: Annotated[bool, _FLAG] = True
+    confirm_nights: Annotated[int, _rule(
+        lambda v: type(v) is int and 1 <= v <= MAX_CONFIRM_NIGHTS,
+        f"must be an integer within [1, {MAX_CONFIRM_NIGHTS}] (nights)")] = 1
+
+
+def _metric_map(value: Any) -> Any:
+    if not value:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError("must map metric names to policies")
+    return {str(name): body for name, body in value.items()}
+
+
+def _policy_body(body: Any) -> Any:
+    """``false`` turns a metric's check off; ``true`` or nothing keeps its default."""
+    if body is False:
+        return {"enabled": False}
+    if body is None or body is True:
+        return {}
+    if not isinstance(body, Mapping):
+        raise ValueError("must be a mapping of policy fields, or false")
+    return {str(key): value for key, value in body.items()}
+
+
+def _expression_list(value: Any) -> Any:
+    """A list of expressions, or a mapping of check name to expression."""
+    if not value:
+        return []
+    if isinstance(value, Mapping):
+        return [{"name": k, "expr": v} for k, v in value.items()]
+    if not isinstance(value, list):
+        raise ValueError("must be a list of expressions")
+    return value
+
+
+def _expression(item: Any, info: ValidationInfo) -> Expression:
+    """One expression compiled, its name not taken by an earlier one of the section."""
+    name = None
+    if isinstance(item, Mapping):
+        unknown = set(item) - {"name", "expr"}
+        if unknown:
+            raise ValueError(f"unknown keys {short(sorted(map(str, unknown)))}; use name and expr")
+        name, item = item.get("name"), item.get("expr")
+    if not isinstance(item, str):
+        raise ValueError("must be an expression string or {name, expr}")
+    try:
+        expression = compile_expression(item, None if name is None else str(name))
+    except ExpressionError as exc:
+        raise ValueError(exc.message) from None
+    names = info.context["names"] if info.context else set()
+    if expression.name in names:
+        raise ValueError(f"duplicate check name {short(expression.name)}")
+    names.add(expression.name)
+    return expression
+
+
+class ChecksSection(BaseModel):
+    """The ``checks:`` section as written (validate with ``context={"params_dir": ...,
+    "names": set()}``); :func:`parse_checks` makes it a :class:`CheckSpec`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    baseline: Path | None = None
+    window: Annotated[tuple[int, int], _WINDOW] = DEFAULT_WINDOW
+    min_steps: Annotated[int | None, _rule(
+        lambda v: v is None or type(v) is int and 1 <= v <= MAX_STEP,
+        f"must be an integer within [1, {MAX_STEP}]")] = None
+    defaults: Annotated[bool, _FLAG] = True
+    metrics: Annotated[dict[str, Annotated[PolicyFields, BeforeValidator(_policy_body)]],
+                       BeforeValidator(_metric_map)] = Field(default_factory=dict)
+    expressions: Annotated[list[Annotated[InstanceOf[Expression], BeforeValidator(_expression)]],
+                           BeforeValidator(_expression_list)] = Field(default_factory=list)
+
+    @field_validator("baseline", mode="before")
+    @classmethod
+    def _baseline_file(cls, value: Any, info: ValidationInfo) -> Path | None:
+        """The file relative to the params folder (its absence is named by parse_checks)."""
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError("must be a file path relative to the params folder")
+        try:
+            path = Path(value).expanduser()
+            path = path if path.is_absolute() else Path((info.context or {})["params_dir"]) / path
+            path.is_file()
+        except (OSError, ValueError, RuntimeError) as exc:  # a NUL byte, ~nobody, a long name
+            raise ValueError(f"{short(value)} cannot be read: {cut(str(exc))}") from None
+        return path
+
+
 def parse_checks(section: Mapping[str, Any] | None, *,
                  params_dir: Path) -> tuple[CheckSpec, list[tuple[str, str]]]:
     """Validate a scenario's ``checks:`` section; returns the spec and every problem found.
 
     Pure apart from checking that the baseline file exists. Problems are ``(field path,
-    message)`` pairs such as ``("checks.metrics.timing_s/step.rtol", "must be >= 0")``.
+    message)`` pairs such as ``("checks.metrics.timing_s/step.rtol", "must be >= 0")``. A field
+    with a problem is left out of the spec (its default applies), as the others still count.
     """
-    problems: list[tuple[str, str]] = []
     if section is None:
-        return CheckSpec(), problems
+        return CheckSpec(), []
     if not isinstance(section, Mapping):
         return CheckSpec(), [("checks", "must be a mapping")]
-    for key in section:
-        if key not in SECTION_KEYS:
-            problems.append((f"checks.{cut(str(key))}",
-                             f"unknown key; known: {', '.join(SECTION_KEYS)}"))
+    context = {"params_dir": Path(params_dir), "names": set()}
+    try:
+        found = ChecksSection.model_validate(section, context=context)
+        problems: list[tuple[tuple[int, ...], str, str]] = []
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        problems = [_problem(err, section) for err in errors]
+        try:  # the fields without a problem still count
+            found = ChecksSection.model_validate(_without(section, [e["loc"] for e in errors]),
+                                                 context={**context, "names": set()})
+        except ValidationError:
+            found = ChecksSection()
+    if found.baseline is not None and not found.baseline.is_file():
+        problems.append(((1,), "checks.baseline", f"file not found: {cut(str(found.baseline), 200)}"))
+    spec = CheckSpec(found.baseline, found.window, found.min_steps, found.defaults,
+                     {name: body.model_dump(exclude_unset=True)
+                      for name, body in found.metrics.items()}, tuple(found.expressions))
+    # unknown keys first, then the fields in the order the section lists them
+    problems.sort(key=lambda p: p[0])
+    return spec, [(where, what) for _, where, what in problems] + _basis_problems(spec)
 
-    baseline = _baseline_path(section.get("baseline"), params_dir, problems)
-    window = _window(section.get("window", list(DEFAULT_WINDOW)), "checks.window", problems)
-    min_steps = section.get("min_steps")
-    if min_steps is not None and (type(min_steps) is not int or not 1 <= min_steps <= MAX_STEP):
-        problems.append(("checks.min_steps", f"must be an integer within [1, {MAX_STEP}], "
-                                             f"got {short(min_steps)}"))
-        min_steps = None
-    use_defaults = section.get("defaults", True)
-    if not isinstance(use_defaults, bool):
-        problems.append(("checks.defaults", "must be true or false"))
-        use_defaults = True
-    overrides = _metrics(section.get("metrics") or {}, problems)
-    expressions = _expressions(section.get("expressions") or [], problems)
-    spec = CheckSpec(baseline, window or DEFAULT_WINDOW, min_steps, use_defaults, overrides,
-                     tuple(expressions))
-    return spec, problems + _basis_problems(spec)
+
+def _problem(err: Any, section: Mapping[str, Any]) -> tuple[tuple[int, ...], str, str]:
+    """A pydantic error as ``(order, field path, message)``: an unknown key of the section
+    first, then the section's fields in their order, within each in the order written."""
+    loc = err["loc"]
+    where = "checks" + "".join(f"[{p}]" if isinstance(p, int) else f".{cut(str(p))}" for p in loc)
+    if err["type"] == "extra_forbidden" and len(loc) == 1:
+        return (0,), where, f"unknown key; known: {', '.join(ChecksSection.model_fields)}"
+    order = [list(ChecksSection.model_fields).index(loc[0]) + 1]
+    value: Any = section.get(loc[0])
+    for part in loc[1:]:  # where each part is written in the section (a list item: its index)
+        keys = [str(k) for k in value] if isinstance(value, Mapping) else []
+        order.append(keys.index(part) if part in keys else part if isinstance(part, int) else 0)
+        value = value.get(part) if isinstance(value, Mapping) else None
+    if err["type"] == "extra_forbidden":
+        return tuple(order), where, f"unknown field; known: {', '.join(PolicyFields.model_fields)}"
+    return tuple(order), where, str(err["msg"]).removeprefix("Value error, ")
+
+
+_DROP = object()
+
+
+def _without(value: Any, locs: list[tuple[Any, ...]]) -> Any:
+    """``value`` without the parts at ``locs`` (a copy along each path; nothing else copied)."""
+    if any(not loc for loc in locs):
+        return _DROP
+    below: dict[Any, list[tuple[Any, ...]]] = {}
+    for loc in locs:
+        below.setdefault(loc[0], []).append(loc[1:])
+    if isinstance(value, Mapping):
+        kept = {k: _without(v, below[k]) if k in below else v for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v is not _DROP}
+    if isinstance(value, list):
+        items = [_without(v, below[i]) if i in below else v for i, v in enumerate(value)]
+        return [v for v in items if v is not _DROP]
+    return value
 
 
 def _basis_problems(spec: CheckSpec) -> list[tuple[str, str]]:
@@ -247,133 +428,3 @@ def step_problems(spec: CheckSpec, total_steps: int | None, *,
     return problems
 
 
-def _baseline_path(value: Any, params_dir: Path, problems: list[tuple[str, str]]) -> Path | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        problems.append(("checks.baseline", "must be a file path relative to the params folder"))
-        return None
-    try:
-        path = Path(value).expanduser()
-        path = path if path.is_absolute() else Path(params_dir) / path
-        found = path.is_file()
-    except (OSError, ValueError, RuntimeError) as exc:  # a NUL byte, ~nobody, a name too long
-        problems.append(("checks.baseline", f"{short(value)} cannot be read: {cut(str(exc))}"))
-        return None
-    if not found:
-        problems.append(("checks.baseline", f"file not found: {cut(str(path), 200)}"))
-    return path
-
-
-def _window(value: Any, where: str, problems: list[tuple[str, str]]) -> tuple[int, int] | None:
-    if (isinstance(value, (list, tuple)) and len(value) == 2
-            and all(type(v) is int for v in value) and 0 <= value[0] <= value[1] <= MAX_STEP):
-        return (value[0], value[1])
-    problems.append((where, f"must be [first, last] steps with 0 <= first <= last <= {MAX_STEP}"
-                            f", got {short(value)}"))
-    return None
-
-
-def _number(value: Any) -> bool:
-    """A finite number (not a bool, nan or inf, nor an int too large for a float)."""
-    return finite_number(value)
-
-
-def _metrics(section: Any, problems: list[tuple[str, str]]) -> dict[str, dict[str, Any]]:
-    if not isinstance(section, Mapping):
-        problems.append(("checks.metrics", "must map metric names to policies"))
-        return {}
-    out: dict[str, dict[str, Any]] = {}
-    for name, body in section.items():
-        where = f"checks.metrics.{cut(str(name))}"
-        if body is False:
-            out[str(name)] = {"enabled": False}
-            continue
-        if body is None or body is True:
-            out[str(name)] = {}
-            continue
-        if not isinstance(body, Mapping):
-            problems.append((where, "must be a mapping of policy fields, or false"))
-            continue
-        out[str(name)] = _policy_fields(body, where, problems)
-    return out
-
-
-def _policy_fields(body: Mapping[str, Any], where: str,
-                   problems: list[tuple[str, str]]) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
-    for key, value in body.items():
-        path = f"{where}.{cut(str(key))}"
-        if key not in POLICY_FIELDS:
-            problems.append((path, f"unknown field; known: {', '.join(POLICY_FIELDS)}"))
-        elif key == "reduce" and value not in REDUCTIONS:
-            problems.append((path, f"must be one of {', '.join(REDUCTIONS)}, got {short(value)}"))
-        elif key == "direction" and value not in DIRECTIONS:
-            problems.append((path, f"must be one of {', '.join(DIRECTIONS)}, got {short(value)}"))
-        elif key == "compare_by" and value not in COMPARE_BY:
-            problems.append((path, f"must be one of {', '.join(COMPARE_BY)}, got {short(value)}"))
-        elif key in ("atol", "rtol") and value is not None and not (_number(value) and value >= 0):
-            problems.append((path, f"must be a finite number >= 0, got {short(value)}"))
-        elif key == "k" and not (_number(value) and value > 0):
-            problems.append((path, f"must be a finite number > 0 (sigmas), got {short(value)}"))
-        elif key == "confirm_nights" and (type(value) is not int
-                                          or not 1 <= value <= MAX_CONFIRM_NIGHTS):
-            problems.append((path, f"must be an integer within [1, {MAX_CONFIRM_NIGHTS}] "
-                                   f"(nights), got {short(value)}"))
-        elif key in ("compare", "finite", "enabled") and not isinstance(value, bool):
-            problems.append((path, "must be true or false"))
-        elif key == "window":
-            window = _window(value, path, problems)
-            if window:
-                fields[key] = list(window)
-            continue
-        elif key == "bounds" and not _bounds_ok(value):
-            problems.append((path, f"must be [low, high] finite numbers (null for open), "
-                                   f"got {short(value)}"))
-        else:
-            numeric = key in ("atol", "rtol", "k") and value is not None
-            fields[key] = float(value) if numeric else value
-    return fields
-
-
-def _bounds_ok(value: Any) -> bool:
-    if not isinstance(value, (list, tuple)) or len(value) != 2:
-        return False
-    lo, hi = value
-    if not all(v is None or _number(v) for v in value):
-        return False
-    return lo is None or hi is None or lo <= hi
-
-
-def _expressions(section: Any, problems: list[tuple[str, str]]) -> list[Expression]:
-    if isinstance(section, Mapping):
-        items: list[Any] = [{"name": k, "expr": v} for k, v in section.items()]
-    elif isinstance(section, list):
-        items = section
-    else:
-        problems.append(("checks.expressions", "must be a list of expressions"))
-        return []
-    compiled: list[Expression] = []
-    names: set[str] = set()
-    for index, item in enumerate(items):
-        where = f"checks.expressions[{index}]"
-        name = None
-        if isinstance(item, Mapping):
-            unknown = set(item) - {"name", "expr"}
-            if unknown:
-                problems.append((where, f"unknown keys {short(sorted(map(str, unknown)))}; "
-                                        "use name and expr"))
-            name, item = item.get("name"), item.get("expr")
-        if not isinstance(item, str):
-            problems.append((where, "must be an expression string or {name, expr}"))
-            continue
-        try:
-            expression = compile_expression(item, None if name is None else str(name))
-        except ExpressionError as exc:
-            problems.append((where, exc.message))
-            continue
-        if expression.name in names:
-            problems.append((where, f"duplicate check name {short(expression.name)}"))
-        names.add(expression.name)
-        compiled.append(expression)
-    return compiled

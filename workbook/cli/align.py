@@ -75,7 +75,7 @@ def run_command(args: argparse.Namespace,
                 execute: Callable[..., RunResult] | None = None) -> int:
     """Align two runs, or run B on run A's rollouts first (``execute`` stands in for the run's
     :func:`~workbook.run.driver.execute_run` in tests)."""
-    from workbook.align.compute import parse_threshold  # scipy: here only
+    from workbook.align.compute import parse_threshold
 
     thresholds = dict(parse_threshold(t) for t in args.threshold)
     result = None
@@ -109,7 +109,7 @@ def replay(args: argparse.Namespace, run_a: Path,
     """Run ``args.paths[0]`` replaying run A's rollouts (:func:`dump_of`) the way ``workbook
     run`` does; refused before anything starts when run A has no dump, no metrics, or is of
     another scenario than PARAMS."""
-    from workbook.align.runs import evidence_of, scenario_name  # scipy: here only
+    from workbook.align.runs import evidence_of, scenario_name
 
     reference = evidence_of(run_a, "A")
     dump = dump_of(run_a)
@@ -167,7 +167,7 @@ def align_and_report(args: argparse.Namespace, run_a: Path, run_b: Path,
 
 def show(record: Record) -> None:
     """The verdict, the warnings and one row per metric, on stdout."""
-    from workbook.align.compute import percent_text, threshold_text  # scipy: here only
+    from workbook.align.compute import percent_text, threshold_text
 
     a = record.alignment
     rows = [(m.metric, threshold_text(m.threshold), percent_text(m.mae),

@@ -1,4 +1,4 @@
-"""The scenario schema: the one module that imports pydantic.
+"""The scenario schema, a pydantic model (as are its `checks:` section and a suite's `retry:`).
 
 A scenario is flat on purpose: the fields people tweak (clip ratios, batch sizes, steps) are
 top-level keys, so ``-s clip_ratio_high=6e-4`` and a notebook parameter name the same thing.

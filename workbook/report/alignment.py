@@ -201,7 +201,7 @@ def verdict(value: Record | Path | str) -> AlignmentSection[AlignmentVerdict]:
 
 
 def table(value: Record | Path | str) -> AlignmentSection[Metrics]:
-    """One row per metric: threshold, mean and largest error, first step beyond, paired test;
+    """One row per metric: threshold, mean and largest error, first step beyond, signs of B - A;
     then the throughput ratio."""
     a = record_of(value).alignment
     rows = []
@@ -211,8 +211,8 @@ def table(value: Record | Path | str) -> AlignmentSection[Metrics]:
             m.metric, threshold_text(m.threshold), percent_text(m.mae), percent_text(m.max_error),
             "-" if m.first_beyond is None else str(m.first_beyond),
             len(m.steps), m.status, SHOWN[m.status],
-            "-" if test is None or test.p is None else
-            f"p = {test.p:.2g}; B above A at {test.above} of {test.steps} steps, below at {test.below}",
+            "-" if test is None or not test.steps else
+            f"B above A at {test.above} of {test.steps} steps, below at {test.below}",
             m.why or (test.note if test else "")))
     rate = a.throughput
     throughput = (("ratio B/A", _number(rate.ratio)),
