@@ -541,6 +541,7 @@ def test_apply_exits_with_the_verdict_of_the_fetched_log(
     assert info["launcher"] == "kuberay" and info["status"] == (
         "succeeded" if job == "SUCCEEDED" and source else "failed"
     )
+    assert "conditions" not in info  # the pods ran it: this machine's load is not the run's
 
 
 def test_apply_without_kuberay_leaves_a_failed_run_with_its_reason(

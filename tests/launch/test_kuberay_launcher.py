@@ -61,6 +61,8 @@ def test_every_launcher_a_scenario_can_name_keeps_to_the_protocol(name: str) -> 
     assert isinstance(launcher, Launcher)
     expected = {"local": LocalLauncher, "ray": RayJobLauncher, "kuberay": KubeRayLauncher}[name]
     assert type(launcher) is expected and issubclass(expected, Launcher)
+    # this machine's conditions are a local run's; a Ray job's once its nodes are seen to be here
+    assert launcher.ran_here() is (name == "local")
 
 
 def test_the_registry_knows_every_launcher_value_of_the_schema() -> None:

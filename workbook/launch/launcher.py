@@ -10,7 +10,7 @@ paths the scenario names (:meth:`Launcher.variables`), makes the run's exact com
 the run's output to ``on_line`` as it goes into ``run.log`` (or, when the output cannot be
 streamed, once it has been fetched), honours ``stop.request`` and ``timeout_s``, says how the run
 ended in an :class:`~workbook.launch.outcome.Outcome`, and whether its processes ran on this
-machine (:attr:`~Launcher.on_this_machine`: only then are this machine's conditions the run's).
+machine (:meth:`~Launcher.ran_here`: only then are this machine's conditions the run's).
 The defaults are those of a run whose command runs with this machine's paths.
 """
 
@@ -45,10 +45,6 @@ def plugin_dir() -> Path:
 class Launcher(Protocol):
     """Runs a plan to its end; a failure of the run is an Outcome, a refusal a LaunchError."""
 
-    # Whether the run's processes ran on this machine, so its load and CPU are the run's
-    # conditions (a Ray launcher knows once it has looked at the cluster's nodes).
-    on_this_machine: bool = True
-
     @classmethod
     def for_scenario(cls, s: Scenario, run_id: str = "", address: str | None = None
                      ) -> Launcher:
@@ -78,6 +74,11 @@ class Launcher(Protocol):
         write_redacted(run_dir.file("command_json"), as_json(plan))
         write_redacted(run_dir.file("command_sh"), "#!/bin/sh\n" + as_shell(plan))
         return provenance.collect(verl_path=s.verl.path, python=python_for(s))
+
+    def ran_here(self) -> bool:
+        """Whether the run's processes ran on this machine, so its load and CPU are the run's
+        conditions (asked once :meth:`run` has returned)."""
+        return True
 
     def run(
         self,

@@ -191,7 +191,7 @@ class RayJobLauncher(Launcher):
         self.stop_timeout_s = stop_timeout_s
         self.verl_checkout = verl_checkout
         self.probe_timeout_s = probe_timeout_s
-        self.on_this_machine = False  # until the cluster's nodes are seen to be this machine
+        self._nodes_here = False  # until the cluster's nodes are seen to be this machine's
 
     @classmethod
     def for_scenario(cls, s: Scenario, run_id: str = "", address: str | None = None
@@ -199,6 +199,9 @@ class RayJobLauncher(Launcher):
         return cls(address or s.ray.address, nodes=s.nodes, devices_per_node=s.devices_per_node,
                    device_resource=device_resource(s.profile),
                    verl_checkout=s.verl.path)  # shipped to every node, and checked there
+
+    def ran_here(self) -> bool:
+        return self._nodes_here
 
     def connect(self, env: Mapping[str, str] | None = None) -> ray_client.JobsClient:
         """A client for the job server; the token from ``env`` (the plan's) first, then Ray's way."""
@@ -256,7 +259,7 @@ class RayJobLauncher(Launcher):
         started, t0 = now_iso(), time.monotonic()
         client = self.connect(plan.env)
         pre = self._preflight(client)
-        self.on_this_machine = pre["local"]
+        self._nodes_here = bool(pre["local"])
         ship = self.ship_workbook if self.ship_workbook is not None else not pre["local"]
         modules = workbook_modules(plan.env) if ship and needs_workbook(plan.env) else []
         env: Mapping[str, str] = plan.env

@@ -197,7 +197,7 @@ def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
         if view is not None:
             view.close(reader.metrics)
     record_outcome(run.run_dir, outcome, expected_steps=run.scenario.total_training_steps,
-                   conditions=conditions.to_dict() if launcher.on_this_machine else None)
+                   conditions=conditions.to_dict() if launcher.ran_here() else None)
     return outcome
 
 

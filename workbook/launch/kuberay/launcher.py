@@ -84,8 +84,6 @@ class KubeRayLauncher(Launcher):
         >>> outcome = launcher.run(plan, run_dir, on_line=print, timeout_s=3600)  # doctest: +SKIP
     """
 
-    on_this_machine = False  # the pods ran it; this machine only followed
-
     def __init__(
         self,
         name: str,
@@ -115,6 +113,9 @@ class KubeRayLauncher(Launcher):
     @staticmethod
     def variables() -> dict[str, str] | None:
         return pod_variables()
+
+    def ran_here(self) -> bool:
+        return False  # the pods ran it; this machine only followed
 
     @classmethod
     def plan(cls, s: Scenario, run_dir: Path) -> Plan:
