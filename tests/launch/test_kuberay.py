@@ -22,8 +22,9 @@ import pytest
 from workbook.cli import rayjob as rayjob_cli
 from workbook.command import build_plan
 from workbook.command.plan import Plan
+from workbook.core.layout import RunDir
 from workbook.core.serialization import load_yaml_text
-from workbook.errors import InputError, LaunchError
+from workbook.errors import EXIT_RUN_FAILED, InputError, LaunchError
 from workbook.launch.kuberay import kubectl
 from workbook.launch.kuberay import manifest as kuberay_manifest
 from workbook.launch.kuberay import pods as kuberay_pods
@@ -36,6 +37,21 @@ SCHEMA = json.loads((Path(__file__).parent / "data" / "rayjob.schema.json").read
 
 def validate(manifest: dict) -> None:
     jsonschema.Draft202012Validator(SCHEMA).validate(manifest)
+
+
+def run_on_kuberay(runs: Path, *sets: str) -> tuple[int, RunDir]:
+    """The NPU scenario run as ``workbook run -s launcher=kuberay`` (and so ``rayjob --apply``)
+    runs it, its notebook's steps called in this process (where the fake kubectl's waits are
+    cut): the exit code ``workbook run`` gives, and the run directory."""
+    from workbook.checks.verdict import exit_code_of
+    from workbook.run import life, steps
+
+    run = steps.prepare(NPU_SCENARIO, overrides=["launcher=kuberay", *sets], run_root=runs,
+                        notebook="ppo_multinode", announce=False)
+    steps.launch(run, live=False)
+    done = life.close(run.run_dir, announce=False)
+    code = exit_code_of(str(run.run_dir.verdict().get("status")))
+    return (max(code, EXIT_RUN_FAILED) if done.errors else code), run.run_dir
 
 
 @pytest.fixture(scope="module")
@@ -486,7 +502,6 @@ def _nan_log(tmp_path: Path) -> Path:
 def test_apply_exits_with_the_verdict_of_the_fetched_log(
     fake_kubectl: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
     job: str,
     log: str | None,
@@ -494,22 +509,17 @@ def test_apply_exits_with_the_verdict_of_the_fetched_log(
     exit_code: int,
     verdict: str,
 ) -> None:
-    from workbook.cli import main
-    from workbook.core.layout import RunDir
-
     source = {"verl": VERL_LOG, "nan": _nan_log(tmp_path), None: None}[log]
     monkeypatch.setenv("FAKE_KUBE_JOB", job)
     monkeypatch.setenv("FAKE_KUBE_LOG", str(source or ""))
     monkeypatch.setenv("FAKE_KUBE_EXEC", "ok" if exec_ok else "forbidden")
     runs = tmp_path / "runs"
 
-    code = main(["rayjob", str(NPU_SCENARIO), "--apply", "--runs", str(runs)])
+    code, rd = run_on_kuberay(runs)
 
-    out = capsys.readouterr().out.strip().splitlines()
-    run_dir = Path(out[-1])
+    run_dir = rd.path
     assert code == exit_code
     assert run_dir.parent.parent == runs.resolve() and run_dir.is_dir()
-    rd = RunDir(run_dir)
     assert rd.read_json("checks")["verdict"]["status"] == verdict
     assert rd.file("report").is_file()
     run_log = rd.file("log").read_text(encoding="utf-8")
@@ -531,20 +541,16 @@ def test_apply_exits_with_the_verdict_of_the_fetched_log(
     assert info["launcher"] == "kuberay" and info["status"] == (
         "succeeded" if job == "SUCCEEDED" and source else "failed"
     )
+    assert "conditions" not in info  # the pods ran it: this machine's load is not the run's
 
 
 def test_apply_without_kuberay_leaves_a_failed_run_with_its_reason(
     fake_kubectl: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
-    from workbook.cli import main
-    from workbook.core.layout import RunDir
-
     monkeypatch.setenv("FAKE_KUBE_CRD", "missing")
-    code = main(["rayjob", str(NPU_SCENARIO), "--apply", "--runs", str(tmp_path / "runs")])
-    rd = RunDir(Path(capsys.readouterr().out.strip().splitlines()[-1]))
+    code, rd = run_on_kuberay(tmp_path / "runs")
     assert code == 3
     assert "no usable Kubernetes cluster with KubeRay" in rd.read_json("run")["message"]
     assert "rayjobs.ray.io" in rd.file("log").read_text(encoding="utf-8")

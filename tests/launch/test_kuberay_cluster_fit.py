@@ -1,7 +1,7 @@
 """KubeRay that fits a real cluster: pod-template fields, the device plugin's resource name, names
-as KubeRay checks them, a required image, secrets only by reference, cleanup policy; and
-``--apply`` against a fake ``kubectl``: RBAC checked first, transient errors retried, a deadline,
-Ctrl-C, and names that are never reused.
+as KubeRay checks them, a required image, secrets only by reference, cleanup policy; and a run
+(``workbook run -s launcher=kuberay``, so ``rayjob --apply``) against a fake ``kubectl``: RBAC
+checked first, transient errors retried, a deadline, Ctrl-C, and names that are never reused.
 
 Every manifest is validated against ``data/rayjob.schema.json`` (KubeRay v1 field names).
 """
@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.launch.test_kuberay import NPU_SCENARIO, VERL_LOG, fake_kubectl, validate
-from workbook.cli import main
+from tests.launch.test_kuberay import NPU_SCENARIO, VERL_LOG, fake_kubectl, run_on_kuberay, validate
 from workbook.cli import rayjob as rayjob_cli
 from workbook.core.layout import RunDir
 from workbook.core.serialization import load_yaml_text
@@ -258,13 +257,10 @@ def test_a_scenario_name_starting_with_a_digit_still_makes_a_dns_1035_name() -> 
     assert name == "wb-8b-gspo-abcdef"
 
 
-# ---------------------------------------------------------------- --apply with a fake kubectl
+# ---------------------------------------------------------------- a run with a fake kubectl
 
-def _apply(tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, RunDir]:
-    code = main(["rayjob", str(NPU_SCENARIO), "--apply", "--runs", str(tmp_path / "runs"),
-                 *extra])
-    lines = capsys.readouterr().out.strip().splitlines()
-    return code, RunDir(Path(lines[-1]))
+def _apply(tmp_path: Path, *sets: str) -> tuple[int, RunDir]:
+    return run_on_kuberay(tmp_path / "runs", *sets)
 
 
 def _calls(state: Path) -> list[list[str]]:
@@ -278,35 +274,32 @@ def _ok(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_transient_api_errors_are_retried_and_the_run_passes(
-    fake_kubectl: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    tmp_path: Path,
+    fake_kubectl: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
     _ok(monkeypatch)
     monkeypatch.setenv("FAKE_KUBE_FLAKY", "3")  # three `get rayjob` calls fail, then it answers
-    code, rd = _apply(tmp_path, capsys)
+    code, rd = _apply(tmp_path)
     assert code == 0 and rd.read_json("checks")["verdict"]["status"] == "passed"
     gets = [c for c in _calls(fake_kubectl) if c[1:3] == ["get", "rayjob"]]
     assert len(gets) >= 5  # 3 failures, then Running, then Complete
 
 
 def test_an_api_server_gone_for_good_fails_the_run_after_its_retries(
-    fake_kubectl: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    tmp_path: Path,
+    fake_kubectl: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
     _ok(monkeypatch)
     monkeypatch.setenv("FAKE_KUBE_FLAKY", "1000")
-    code, rd = _apply(tmp_path, capsys)
+    code, rd = _apply(tmp_path)
     assert code == 3
     assert f"({kubectl.RETRIES} attempts)" in rd.read_json("run")["message"]
 
 
 def test_missing_permissions_are_listed_before_anything_is_submitted(
-    fake_kubectl: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    tmp_path: Path,
+    fake_kubectl: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
     _ok(monkeypatch)
     monkeypatch.setenv("FAKE_KUBE_DENY", "delete rayjobs.ray.io,get pods/log")
-    code, rd = _apply(tmp_path, capsys)
+    code, rd = _apply(tmp_path)
     message = rd.read_json("run")["message"]
     assert code == 3 and "delete rayjobs.ray.io" in message and "get pods/log" in message
     assert not (fake_kubectl / "applied.json").exists()
@@ -315,13 +308,12 @@ def test_missing_permissions_are_listed_before_anything_is_submitted(
 
 
 def test_a_job_that_never_ends_is_deleted_at_the_deadline_and_is_a_timeout(
-    fake_kubectl: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    tmp_path: Path,
+    fake_kubectl: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
     _ok(monkeypatch)
     monkeypatch.setenv("FAKE_KUBE_JOB", "RUNNING")
     monkeypatch.setattr(kubectl, "POLL_S", 0.05)
-    code, rd = _apply(tmp_path, capsys, "--set=kuberay.apply_timeout_s=0.3")
+    code, rd = _apply(tmp_path, "kuberay.apply_timeout_s=0.3")
     assert code == 3
     run = rd.read_json("run")
     assert run["status"] == "timeout" and "deadline of 0.3 s" in run["message"]
@@ -333,8 +325,7 @@ def test_a_job_that_never_ends_is_deleted_at_the_deadline_and_is_a_timeout(
 
 @pytest.mark.parametrize("how", ["delete", "suspend"])
 def test_ctrl_c_stops_the_job_and_the_run_is_stopped(
-    fake_kubectl: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    tmp_path: Path, how: str,
+    fake_kubectl: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, how: str,
 ) -> None:
     _ok(monkeypatch)
     monkeypatch.setenv("FAKE_KUBE_JOB", "RUNNING")
@@ -348,7 +339,7 @@ def test_ctrl_c_stops_the_job_and_the_run_is_stopped(
         return real(name, namespace)
 
     monkeypatch.setattr(kubectl, "rayjob_status", interrupted)
-    code, rd = _apply(tmp_path, capsys, f"--set=kuberay.on_interrupt={how}")
+    code, rd = _apply(tmp_path, f"kuberay.on_interrupt={how}")
     assert code == 3 and rd.read_json("run")["status"] == "stopped"
     (stop,) = [json.loads(x) for x in (fake_kubectl / "stopped.jsonl").read_text().splitlines()]
     assert stop[0] == ("patch" if how == "suspend" else "delete")
@@ -357,14 +348,13 @@ def test_ctrl_c_stops_the_job_and_the_run_is_stopped(
 
 
 def test_a_reused_name_prefix_never_reads_the_previous_jobs_result(
-    fake_kubectl: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    tmp_path: Path,
+    fake_kubectl: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
     _ok(monkeypatch)
     monkeypatch.setenv("FAKE_KUBE_JOB", "FAILED")
-    first, _ = _apply(tmp_path, capsys, "--name", "nightly-ppo")
+    first, _ = _apply(tmp_path, "kuberay.name=nightly-ppo")
     monkeypatch.setenv("FAKE_KUBE_JOB", "SUCCEEDED")
-    second, rd = _apply(tmp_path, capsys, "--name", "nightly-ppo")
+    second, rd = _apply(tmp_path, "kuberay.name=nightly-ppo")
     assert (first, second) == (3, 0)  # the second run judged its own job, not the failed one
     created = sorted(p.name for p in fake_kubectl.glob("created-*.json"))
     assert len(created) == 2 and all(n.startswith("created-nightly-ppo-") for n in created)

@@ -21,7 +21,7 @@ from workbook.core.serialization import load_yaml_text
 from workbook.core.status import RunStatus, Verdict
 from workbook.launch.kuberay.launcher import KubeRayLauncher, apply_deadline
 from workbook.launch.launcher import Launcher
-from workbook.launch.launchers import LAUNCHERS, Target, launcher_of
+from workbook.launch.launchers import LAUNCHERS, launcher_of
 from workbook.launch.local import LocalLauncher
 from workbook.launch.outcome import request_stop
 from workbook.launch.ray_job import RayJobLauncher
@@ -57,10 +57,12 @@ def _prepared(tmp_path: Path, *sets: str) -> steps.Run:
 @pytest.mark.parametrize("name", sorted(LAUNCHERS))
 def test_every_launcher_a_scenario_can_name_keeps_to_the_protocol(name: str) -> None:
     scenario = load_scenario(NPU_SCENARIO, [f"launcher={name}"], check_files=False)
-    launcher = launcher_of(scenario, Target(address="http://127.0.0.1:8265", rayjob="ppo-abcdef"))
+    launcher = launcher_of(scenario, "20260101T000000Z-abcdef", "http://127.0.0.1:8265")
     assert isinstance(launcher, Launcher)
     expected = {"local": LocalLauncher, "ray": RayJobLauncher, "kuberay": KubeRayLauncher}[name]
     assert type(launcher) is expected and issubclass(expected, Launcher)
+    # this machine's conditions are a local run's; a Ray job's once its nodes are seen to be here
+    assert launcher.ran_here() is (name == "local")
 
 
 def test_the_registry_knows_every_launcher_value_of_the_schema() -> None:
@@ -164,6 +166,28 @@ def test_rayjob_apply_prepares_its_run_as_workbook_run_does(
     assert code == 0 and prepared <= set(info)
     assert info["overrides"] == [KUBERAY] and info["machines"]["pods"]["image"] == IMAGE
     assert "workbook: run directory" not in out.err  # said once, on stdout
+
+
+def test_rayjob_apply_is_workbook_run_with_launcher_kuberay(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Both commands hand the run to the one function that drives every run (its notebook),
+    with the same arguments, and exit with what it says."""
+    from workbook.run import driver
+
+    calls: list[tuple] = []
+
+    def execute(params: Path, sets: list[str], rd: RunDir, **how: object) -> driver.RunResult:
+        calls.append((params, sets, rd.path.parent, how))
+        return driver.RunResult(rd.path, "regressed", "a stand-in", 1, 0.0, None, [])
+
+    monkeypatch.setattr(driver, "execute_run", execute)
+    runs = str(tmp_path / "runs")
+    applied = main(["rayjob", str(NPU_SCENARIO), "--apply", "--runs", runs, "--name", "nightly"])
+    ran = main(["run", str(NPU_SCENARIO), "-s", "kuberay.name=nightly", "-s", KUBERAY,
+                "--runs", runs])
+    assert applied == ran == 1 and len(calls) == 2 and calls[0] == calls[1]
+    assert calls[0][1][-1] == KUBERAY and calls[0][3]["launcher"] == "kuberay"
 
 
 # ---------------------------------------------------------------- running

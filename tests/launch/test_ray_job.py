@@ -232,7 +232,10 @@ def test_job_streams_every_line_into_run_log_and_collects_the_file_logger(
         50, 0.02, extra=write, env={"VERL_FILE_LOGGER_PATH": str(jsonl), "WB_MARK": "on"}
     )
     seen: list[str] = []
-    outcome = launcher(ray_cluster).run(plan, run_dir, on_line=seen.append, timeout_s=120)
+    job = launcher(ray_cluster)
+    assert not job.ran_here()  # not before its cluster's nodes are seen to be this machine's
+    outcome = job.run(plan, run_dir, on_line=seen.append, timeout_s=120)
+    assert job.ran_here()  # so this machine's conditions are the run's
     assert outcome.status == "succeeded", outcome.message
     assert outcome.exit_code == 0
     assert numbered(run_dir) == expected(50)

@@ -18,7 +18,8 @@ says whether the run's machine was like the blessed runs' machine:
 
 Either makes the comparison ``not_comparable`` (shown grey with the reason), never a pass or a
 failure. A run or a baseline that recorded no conditions (files from before they were recorded,
-an imported log, a KubeRay run whose pods this machine cannot watch) is compared as before.
+an imported log, or a run whose launcher said its processes ran elsewhere: a KubeRay job, a Ray
+job on another machine's cluster) is compared as before.
 A machine *idler* than at blessing is comparable: its timings can only look better.
 
 Pure functions of plain mappings: the caller reads ``run.json``'s ``conditions`` and the
@@ -167,7 +168,7 @@ def timing_comparable(run: Mapping[str, Any] | None,
     The reason is what a ``not_comparable`` row shows, e.g. "the machine was 3.1x busier: other
     processes used 0.93 of 2 cores while it ran, 0.30 at blessing" (``same_cpu`` False: the
     caller already said the CPU differs). A run or a baseline without
-    conditions (older files, an imported log, a KubeRay run) is comparable, as before.
+    conditions (older files, an imported log, a run that ran elsewhere) is comparable.
     """
     if not run or not blessed:
         return None

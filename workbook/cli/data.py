@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def prepare_command(args: argparse.Namespace) -> int:
     from workbook.data.prepare import prepare_data
-    from workbook.run.steps import python_for
+    from workbook.launch.launcher import python_for
     from workbook.scenario import load_scenario
 
     params = find_scenario(args.params)

@@ -1,7 +1,8 @@
 """The machine's conditions while a run trained: how busy it was with work that was not the run's.
 
 A timing (step time, actor update, generation) measured on a shared machine depends on what
-else ran there. So every run records, beside its metrics, what the machine gave it:
+else ran there. So every run whose processes ran on this machine (its launcher says whether they
+did: ``Launcher.ran_here``) records, beside its metrics, what the machine gave it:
 
 - ``others_cores``: CPU the machine spent on processes that are not the run's, in cores on
   average over the run (the machine's busy CPU time, from the kernel's counters, less the CPU

@@ -23,6 +23,7 @@ from workbook.launch import processes
 from workbook.launch.launcher import Launcher
 from workbook.launch.leftovers import owner_record
 from workbook.launch.outcome import LineSink, Outcome, stop_requested
+from workbook.params import Scenario
 
 
 def child_env(plan: Plan, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -79,6 +80,11 @@ class LocalLauncher(Launcher):
 
     poll_s = 0.2
     startup_retries = 1
+
+    @classmethod
+    def for_scenario(cls, s: Scenario, run_id: str = "", address: str | None = None
+                     ) -> LocalLauncher:
+        return cls()
 
     def run(
         self,

@@ -46,12 +46,14 @@ from workbook.core.layout import RunDir, now_iso
 from workbook.core.status import RunStatus
 from workbook.errors import LaunchError
 from workbook.launch import ray_client, verl_probe
+from workbook.launch.cluster.on_demand import device_resource
 from workbook.launch.cluster.state import load_state
 from workbook.launch.job_log import LineLog, follow_log
 from workbook.launch.launcher import Launcher
 from workbook.launch.leftovers import owner_record
 from workbook.launch.outcome import LineSink, Outcome, stop_requested
 from workbook.launch.ray_nodes import local_addresses
+from workbook.params import Scenario
 
 # Never forwarded into the job: the token would show in the job's runtime env, and the job
 # supervisor sets RAY_ADDRESS for the driver itself.
@@ -189,6 +191,17 @@ class RayJobLauncher(Launcher):
         self.stop_timeout_s = stop_timeout_s
         self.verl_checkout = verl_checkout
         self.probe_timeout_s = probe_timeout_s
+        self._nodes_here = False  # until the cluster's nodes are seen to be this machine's
+
+    @classmethod
+    def for_scenario(cls, s: Scenario, run_id: str = "", address: str | None = None
+                     ) -> RayJobLauncher:
+        return cls(address or s.ray.address, nodes=s.nodes, devices_per_node=s.devices_per_node,
+                   device_resource=device_resource(s.profile),
+                   verl_checkout=s.verl.path)  # shipped to every node, and checked there
+
+    def ran_here(self) -> bool:
+        return self._nodes_here
 
     def connect(self, env: Mapping[str, str] | None = None) -> ray_client.JobsClient:
         """A client for the job server; the token from ``env`` (the plan's) first, then Ray's way."""
@@ -246,6 +259,7 @@ class RayJobLauncher(Launcher):
         started, t0 = now_iso(), time.monotonic()
         client = self.connect(plan.env)
         pre = self._preflight(client)
+        self._nodes_here = bool(pre["local"])
         ship = self.ship_workbook if self.ship_workbook is not None else not pre["local"]
         modules = workbook_modules(plan.env) if ship and needs_workbook(plan.env) else []
         env: Mapping[str, str] = plan.env

@@ -112,7 +112,8 @@ class KubeRaySettings(_Strict):
     """How ``launcher: kuberay`` (and ``workbook rayjob``) builds the RayJob: pods, devices,
     cleanup (see the manifest module).
 
-    ``image`` is required there (no CPU fallback image without verl); ``device_resource`` is the
+    ``image`` is required there (no CPU fallback image without verl); ``name`` prefixes the
+    RayJob's name (``workbook rayjob --name``; default: the scenario's); ``device_resource`` is the
     device plugin's resource name (default per profile: Huawei CCE's ``huawei.com/ascend-1980``;
     MindCluster's device plugin advertises ``huawei.com/Ascend910``). ``pod`` adds pod-template
     fields to every Ray pod, ``worker_pod`` to the workers only (lists appended, maps merged),
@@ -120,6 +121,7 @@ class KubeRaySettings(_Strict):
     """
 
     image: str | None = Field(default=None, min_length=1)
+    name: str | None = Field(default=None, min_length=1)  # the RayJob's, before the run id's end
     namespace: str = Field(default="default", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
                            max_length=63)
     cpu: CpuRequest = 8
@@ -141,7 +143,8 @@ class KubeRaySettings(_Strict):
 
     def as_settings(self) -> dict[str, Any]:
         """The settings the manifest builder takes: pod-template fields in Kubernetes spelling."""
-        out = self.model_dump(exclude={"pod", "worker_pod", "submitter_pod", "deletion_rules"})
+        out = self.model_dump(exclude={"pod", "worker_pod", "submitter_pod", "deletion_rules",
+                                        "name"})
         out.update(pod=self.pod.as_k8s(), worker_pod=self.worker_pod.as_k8s(),
                    submitter_pod=self.submitter_pod.as_k8s())
         out["deletion_rules"] = [r.model_dump(by_alias=True, exclude_none=True)

@@ -10,29 +10,27 @@ same run directory.
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbook import interpreter, provenance
-from workbook.command import as_json, as_shell, build_plan
-from workbook.command.builder import ROLLOUTS_DIR
+from workbook import interpreter
 from workbook.command.plan import Plan
 from workbook.core.layout import RunDir, default_root, write_redacted
 from workbook.core.project import find_scenario
 from workbook.core.serialization import dump_yaml
 from workbook.core.status import RunStatus
 from workbook.errors import WorkbookError
-from workbook.launch.launcher import Launcher
+from workbook.launch.launcher import Launcher, plugin_dir, python_for
+from workbook.launch.launchers import LAUNCHERS, launcher_of, path_variables
 from workbook.launch.leftovers import owner_record
 from workbook.launch.outcome import Outcome
 from workbook.launch.processes import TAG_KEY, new_tag, process_tag
 from workbook.params import Scenario
 from workbook.run.life import DRIVEN, Finished, close, driven, finish, judge, record_outcome
-from workbook.scenario import ready_to_launch, validate_scenario
+from workbook.scenario import load_scenario, ready_to_launch, validate_scenario
 
 
 @dataclass
@@ -56,29 +54,9 @@ def settings_to_sets(settings: dict[str, Any] | None) -> list[str]:
     return [f"{k}={v}" for k, v in (settings or {}).items() if v is not None]
 
 
-def python_for(s: Scenario) -> str:
-    """The training interpreter: ``--python``/``$WORKBOOK_PYTHON``, else the scenario's
-    ``python:``, else the profile's (``cpu``: this very environment; accelerator images and
-    every KubeRay pod bring their own ``python3``)."""
-    return interpreter.choose(s.profile, s.launcher, s.python)
-
-
-def plugin_dir() -> Path:
-    """Where the CPU profile's import shims live (beside the tiny assets)."""
-    from workbook.params import assets_dir
-
-    return assets_dir() / "pythonpath"
-
-
 def plan_for(s: Scenario, run_dir: Path) -> Plan:
-    """The exact command of a run into ``run_dir``; a KubeRay run's is the pods', into their
-    own run folder of the same run id."""
-    if s.launcher == "kuberay":
-        from workbook.launch.kuberay.pods import pod_plan
-
-        return pod_plan(s, Path(run_dir).name)
-    plugin = str(plugin_dir()) if s.profile == "cpu" else None
-    return build_plan(s, run_dir, python=python_for(s), plugin_path=plugin)
+    """The exact command of a run into ``run_dir``, as its launcher makes it."""
+    return LAUNCHERS[s.launcher].plan(s, Path(run_dir))
 
 
 def ensure_profile_ready(scenario_file: Path, sets: Iterable[str]) -> None:
@@ -104,7 +82,6 @@ def prepare(
     run_dir: str | Path = "",
     run_root: str | Path = "",
     notebook: str = "",
-    rayjob_name: str = "",
     announce: bool = True,
 ) -> Run:
     """Validate the scenario, create (or adopt) the run directory and write the command.
@@ -114,45 +91,21 @@ def prepare(
     (``$WORKBOOK_RUNS`` or the project's ``runs/``). ``notebook`` names the template the run's
     report is rendered with (the calling notebook says its own name). ``announce`` prints the
     run directory to the terminal the run was started from (unless ``workbook run`` drives it).
-
-    A ``launcher: kuberay`` run is the pods': its scenario is loaded with their paths (their
-    ``${HOME}``; nothing of theirs is looked for here), its command and RayJob are written as
-    they run them (the RayJob named ``rayjob_name`` + the run id's end, default the scenario's
-    name), and its provenance says which machine each fact is about.
+    The launcher the scenario names makes the command and writes what it needs (a KubeRay run's
+    RayJob, with the pods' paths and which machine each fact is about).
     """
-    from workbook.params.loader import resolve
-
     scenario_file = find_scenario(scenario)
     sets = settings_to_sets(settings) + list(overrides)
-    pods = resolve(scenario_file, sets)[0].get("launcher") == "kuberay"
-    if pods:
-        from workbook.launch.kuberay.pods import pod_variables
-        from workbook.scenario import load_scenario
-
-        s = load_scenario(scenario_file, sets, check_files=False, check_verl=True,
-                          variables=pod_variables())
-    else:
-        ensure_profile_ready(scenario_file, sets)
-        s = validate_scenario(scenario_file, sets)  # what `workbook validate` checks, verl's too
-        ready_to_launch(s, python=python_for(s))  # data: prepared; model, data, checkout here
+    s = load_for_run(scenario_file, sets)
     if run_dir:
         rd = RunDir(Path(run_dir).resolve())
         rd.path.mkdir(parents=True, exist_ok=True)
     else:
         rd = RunDir.create(Path(run_root).resolve() if run_root else default_root(), s.name)
-    plan = plan_for(s, rd.path)
-    if not pods:  # the pods cannot read this machine's copy of a pinned dump
-        pin_rollouts(s, rd)
+    launcher = launcher_of(s, rd.run_id)
+    plan = launcher.plan(s, rd.path)
     write_redacted(rd.file("params"), dump_yaml(s.model_dump(mode="json")))
-    if pods:
-        from workbook.launch.kuberay.launcher import KubeRayLauncher, job_name
-
-        job = KubeRayLauncher.for_scenario(s, job_name(rayjob_name or None, s.name, rd.run_id))
-        facts = job.prepare(plan, rd, timeout_s=s.timeout_s)  # command, RayJob, provenance
-    else:
-        write_redacted(rd.file("command_json"), as_json(plan))
-        write_redacted(rd.file("command_sh"), "#!/bin/sh\n" + as_shell(plan))
-        facts = provenance.collect(verl_path=s.verl.path, python=python_for(s))
+    facts = launcher.prepare(s, plan, rd)
     rd.update_run(**{
         "run_id": rd.run_id,
         "scenario": s.name,
@@ -182,29 +135,26 @@ def prepare(
     return Run(s, scenario_file, rd, plan, sets)
 
 
-def pin_rollouts(s: Scenario, rd: RunDir) -> None:
-    """Copy a pinned rollout dump into the run: verl replays from (and dumps any step the dump
-    lacks into) ``<run>/rollouts``, so the pinned folder is never written and the run keeps the
-    very rollouts it trained on."""
-    if not s.rollouts.replay:
-        return
-    target = rd.path / ROLLOUTS_DIR
-    if not target.exists():
-        shutil.copytree(s.rollouts.replay, target)
+def load_for_run(scenario_file: Path, sets: list[str]) -> Scenario:
+    """The scenario as a run needs it: what ``workbook validate`` checks, its data prepared and
+    the files it reads here looked for. A scenario whose paths are another machine's (its
+    launcher's variables: a KubeRay run's pods) is loaded with them, and nothing of theirs is
+    looked for here."""
+    from workbook.params.loader import resolve
+
+    variables = path_variables(resolve(scenario_file, sets)[0].get("launcher"))
+    if variables is not None:
+        return load_scenario(scenario_file, sets, check_files=False, check_verl=True,
+                             variables=variables)
+    ensure_profile_ready(scenario_file, sets)
+    s = validate_scenario(scenario_file, sets)  # what `workbook validate` checks, verl's too
+    ready_to_launch(s, python=python_for(s))  # data: prepared; model, data, checkout here
+    return s
 
 
 def launcher_for(run: Run, address: str | None = None) -> Launcher:
-    """The :class:`~workbook.launch.launcher.Launcher` the scenario names, aimed at ``address``
-    (a Ray job server) or at the RayJob ``prepare`` named (a KubeRay run)."""
-    from workbook.launch.launchers import Target, launcher_of
-
-    s, rayjob = run.scenario, None
-    if s.launcher == "kuberay":
-        from workbook.launch.kuberay.launcher import default_name
-
-        rayjob = ((run.run_dir.read_json("run").get("rayjob") or {}).get("name")
-                  or default_name(s.name, run.run_dir.run_id))
-    return launcher_of(s, Target(address=address, rayjob=rayjob))
+    """The launcher the scenario names for this run, aimed at ``address`` (a Ray job server)."""
+    return launcher_of(run.scenario, run.run_dir.run_id, address)
 
 
 def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
@@ -212,6 +162,7 @@ def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
 
     A local Ray cluster the scenario asks for (``ray.local_nodes``) is started first and stopped
     after, unless one of that shape is already up (a suite keeps one for consecutive entries).
+    The machine's conditions are recorded when the launcher says its processes ran here.
     """
     from workbook.launch.cluster.on_demand import on_demand
     from workbook.launch.conditions import watching
@@ -237,15 +188,16 @@ def launch(run: Run, *, live: bool = True, echo: bool = False) -> Outcome:
 
     try:
         with on_demand(run.scenario, run.run_dir) as address:
+            launcher = launcher_for(run, address)
             with watching(tags_of(run.run_dir)) as watch:  # what else used the machine
-                outcome = launcher_for(run, address).run(run.plan, run.run_dir, on_line=on_line,
-                                                          timeout_s=run.scenario.timeout_s)
+                outcome = launcher.run(run.plan, run.run_dir, on_line=on_line,
+                                       timeout_s=run.scenario.timeout_s)
             conditions = watch.stop()
     finally:
         if view is not None:
             view.close(reader.metrics)
     record_outcome(run.run_dir, outcome, expected_steps=run.scenario.total_training_steps,
-                   conditions=conditions.to_dict())
+                   conditions=conditions.to_dict() if launcher.ran_here() else None)
     return outcome
 
 

@@ -9,8 +9,10 @@ pod's to give (``ray job logs`` there); a live stream would be the submitter pod
 ``--follow``, which can end before the job does, and a half log must not be judged as the run's.
 
 :meth:`KubeRayLauncher.prepare` writes what a run directory holds before the job is submitted:
-the command as the pods run it (their env, their ``${HOME}``), the manifest, and the run.json
-fields of a KubeRay run (the RayJob's name and namespace, provenance by machine).
+the command as the pods run it (their env, their ``${HOME}``: the scenario is loaded with
+:func:`~.pods.pod_variables`, its plan is :func:`~.pods.pod_plan`), the manifest, and the run.json
+fields of a KubeRay run (the RayJob's name and namespace, provenance by machine). Its processes
+are the pods', so this machine's conditions are not the run's.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from workbook import provenance
@@ -29,6 +32,7 @@ from workbook.core.status import RunStatus
 from workbook.errors import LaunchError
 from workbook.launch.kuberay import kubectl
 from workbook.launch.kuberay.manifest import manifest_yaml, rayjob_manifest, rayjob_name
+from workbook.launch.kuberay.pods import pod_plan, pod_variables
 from workbook.launch.launcher import Launcher
 from workbook.launch.leftovers import owner_record
 from workbook.launch.outcome import LineSink, Outcome, stop_requested
@@ -51,15 +55,11 @@ def apply_deadline(timeout_s: float | None, apply_timeout_s: float | None) -> fl
     return timeout_s + APPLY_GRACE_S if timeout_s else None
 
 
-def default_name(scenario_name: str, run_id: str) -> str:
-    """The scenario's name made a KubeRay RayJob name, with the run id's end: never reused."""
-    return rayjob_name(scenario_name, run_id)
-
-
 def job_name(prefix: str | None, scenario_name: str, run_id: str) -> str:
-    """The RayJob's name: ``<prefix>-<run id's end>`` as given (InputError when KubeRay would
-    refuse it), else the scenario's name made one."""
-    return rayjob_name(prefix, run_id, exact=True) if prefix else default_name(scenario_name, run_id)
+    """The RayJob's name: ``<prefix>-<run id's end>`` as given (``kuberay.name``, rayjob's
+    ``--name``; InputError when KubeRay would refuse it), else the scenario's name made one:
+    never reused."""
+    return rayjob_name(prefix, run_id, exact=True) if prefix else rayjob_name(scenario_name, run_id)
 
 
 def show_status(name: str) -> StatusSink:
@@ -80,7 +80,7 @@ class KubeRayLauncher(Launcher):
     """Runs plans as the RayJob ``name`` on a KubeRay cluster sized from the scenario.
 
     Example:
-        >>> launcher = KubeRayLauncher.for_scenario(scenario, "ppo-2n-1a2b3c")  # doctest: +SKIP
+        >>> launcher = KubeRayLauncher.for_scenario(scenario, run_id)  # doctest: +SKIP
         >>> outcome = launcher.run(plan, run_dir, on_line=print, timeout_s=3600)  # doctest: +SKIP
     """
 
@@ -104,10 +104,22 @@ class KubeRayLauncher(Launcher):
         self.on_status = on_status or show_status(name)
 
     @classmethod
-    def for_scenario(cls, s: Scenario, name: str, *, on_status: StatusSink | None = None
+    def for_scenario(cls, s: Scenario, run_id: str = "", address: str | None = None
                      ) -> KubeRayLauncher:
-        return cls(name, nodes=s.nodes, devices_per_node=s.devices_per_node, device=s.profile,
-                   settings=s.kuberay.as_settings(), on_status=on_status)
+        return cls(job_name(s.kuberay.name, s.name, run_id), nodes=s.nodes,
+                   devices_per_node=s.devices_per_node, device=s.profile,
+                   settings=s.kuberay.as_settings())
+
+    @staticmethod
+    def variables() -> dict[str, str] | None:
+        return pod_variables()
+
+    def ran_here(self) -> bool:
+        return False  # the pods ran it; this machine only followed
+
+    @classmethod
+    def plan(cls, s: Scenario, run_dir: Path) -> Plan:
+        return pod_plan(s, run_dir.name)
 
     def manifest(self, plan: Plan, timeout_s: float | None = None) -> dict[str, Any]:
         """The RayJob that runs ``plan`` (InputError for what KubeRay or the pods cannot do)."""
@@ -121,10 +133,10 @@ class KubeRayLauncher(Launcher):
             timeout_s=timeout_s,
         )
 
-    def prepare(self, plan: Plan, run_dir: RunDir, *, timeout_s: float | None = None
-                ) -> dict[str, Any]:
-        """Write the command as the pods run it and the manifest; the run.json fields of it."""
-        manifest = self.manifest(plan, timeout_s)
+    def prepare(self, s: Scenario, plan: Plan, run_dir: RunDir) -> dict[str, Any]:
+        """Write the command as the pods run it and the manifest (a pinned rollout dump is
+        theirs to read); the run.json fields of it: the RayJob, provenance by machine."""
+        manifest = self.manifest(plan, s.timeout_s)
         pod_env = load_yaml_text(manifest["spec"]["runtimeEnvYAML"])["env_vars"]
         write_redacted(run_dir.file("command_json"), as_json(Plan(plan.argv, pod_env)))
         write_redacted(

@@ -147,7 +147,7 @@ def rayjob_name(prefix: str, suffix: str, *, exact: bool = False) -> str:
         name = f"{prefix}{tail}"
         problem = name_problem(name)
         if problem:
-            raise InputError(f"--name {prefix[:60]!r}: the RayJob name {name[:70]!r} {problem} "
+            raise InputError(f"kuberay.name (--name) {prefix[:60]!r}: the RayJob name {name[:70]!r} {problem} "
                              f"(the name gets '{tail}' so it is never reused: give at most "
                              f"{MAX_RAYJOB_NAME - len(tail)} characters)")
         return name
