@@ -148,6 +148,7 @@ def test_the_submitter_pod_pulls_the_head_image_with_the_pods_pull_secrets() -> 
         ("kuberay.submission_mode=HTTPMode", "kuberay.submitter_pod"),
         ("kuberay.device_resource=ascend 910", "kuberay.device_resource"),
         ("kuberay.namespace=RL_Team", "kuberay.namespace"),
+        ("kuberay.name=Nightly_PPO", "kuberay.name"),
         ("kuberay.deletion_rules=[{policy: DeleteCluster, condition: {jobStatus: FAILED}}]",
          "kuberay.deletion_rules"),
         ("kuberay.deletion_rules=[{policy: DeleteAll, condition: {jobStatus: FAILED}}]",
@@ -157,7 +158,7 @@ def test_the_submitter_pod_pulls_the_head_image_with_the_pods_pull_secrets() -> 
     ids=["two-sources", "volume-name", "mount-no-volume", "mount-relative", "snake-case-key",
          "toleration-operator", "affinity-kind", "pull-policy", "env-plain-value",
          "env-no-ref", "envfrom-no-ref", "scheduler-name", "submitter-not-k8sjob",
-         "device-resource", "namespace", "rules-with-shutdown", "rule-policy", "on-interrupt"],
+         "device-resource", "namespace", "job-name", "rules-with-shutdown", "rule-policy", "on-interrupt"],
 )
 def test_a_pod_template_field_kuberay_would_refuse_is_named(setting: str, field: str) -> None:
     sets = [setting]

@@ -121,7 +121,9 @@ class KubeRaySettings(_Strict):
     """
 
     image: str | None = Field(default=None, min_length=1)
-    name: str | None = Field(default=None, min_length=1)  # the RayJob's, before the run id's end
+    # the RayJob's name before "-" and the run id's last six characters: a DNS-1035 label of at
+    # most 47 characters in all, as KubeRay checks it (launch/kuberay/manifest.py)
+    name: str | None = Field(default=None, min_length=1, max_length=40, pattern=r"^[a-z][-a-z0-9]*$")
     namespace: str = Field(default="default", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
                            max_length=63)
     cpu: CpuRequest = 8
