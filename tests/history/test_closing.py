@@ -71,20 +71,25 @@ def test_a_noisy_metric_is_suspect_on_its_first_night_beyond_and_regressed_on_it
                         encoding="utf-8")
     verdicts, statuses = [], []
     for hour in (10, 11):
-        rd = RunDir.create(root, SCENARIO)
-        shutil.copyfile(LOG, rd.file("log"))
-        rd.update_run(run_id=rd.run_id, scenario=SCENARIO, status="running", expected_steps=4,
-                      runs_root=str(root), notebook="gspo", profile="cpu",
-                      started_at=f"2026-12-01T{hour}:00:00Z")
-        rd.file("params").write_text(
-            f"profile: cpu\ntotal_training_steps: 4\nchecks:\n  baseline: {baseline}\n"
-            "  defaults: false\n  window: [1, 4]\n  metrics:\n"
-            "    timing_s/step: {rtol: 0.05, confirm_nights: 2}\n", encoding="utf-8")
-        life.record_outcome(rd, Outcome("succeeded", 0, f"2026-12-01T{hour}:00:00Z",
-                                        f"2026-12-01T{hour}:03:00Z", 180.0), expected_steps=4)
-        assert not life.close(rd, announce=False).errors
-        verdicts.append(rd.verdict()["status"])
+        verdicts.append(noisy_night(root, baseline, hour).verdict()["status"])
         statuses.append(read_all(root)[(SCENARIO, "cpu")][-1].comparisons)
 
     assert verdicts == ["suspect", "regressed"]
     assert statuses == [{"timing_s/step": "suspect"}, {"timing_s/step": "fail"}]
+
+
+def noisy_night(root: Path, baseline: Path, hour: int) -> RunDir:
+    """A night whose step time is beyond its band, on a policy that asks 2 nights to confirm."""
+    rd = RunDir.create(root, SCENARIO)
+    shutil.copyfile(LOG, rd.file("log"))
+    rd.update_run(run_id=rd.run_id, scenario=SCENARIO, status="running", expected_steps=4,
+                  runs_root=str(root), notebook="gspo", profile="cpu",
+                  started_at=f"2026-12-01T{hour}:00:00Z")
+    rd.file("params").write_text(
+        f"profile: cpu\ntotal_training_steps: 4\nchecks:\n  baseline: {baseline}\n"
+        "  defaults: false\n  window: [1, 4]\n  metrics:\n"
+        "    timing_s/step: {rtol: 0.05, confirm_nights: 2}\n", encoding="utf-8")
+    life.record_outcome(rd, Outcome("succeeded", 0, f"2026-12-01T{hour}:00:00Z",
+                                    f"2026-12-01T{hour}:03:00Z", 180.0), expected_steps=4)
+    assert not life.close(rd, announce=False).errors
+    return rd

@@ -131,18 +131,6 @@ def test_the_ledger_rebuilds_from_the_run_directories_identically(tmp_path: Path
         "2026-11-03", "2026-11-04", "2026-11-05", "2026-11-06"]
 
 
-def test_a_night_judged_again_replaces_its_entry(tmp_path: Path) -> None:
-    run = night(tmp_path, 3, "regressed")
-    record(run, tmp_path)
-    checks = json.loads((run / "checks.json").read_text())
-    checks["verdict"]["status"] = "passed"
-    (run / "checks.json").write_text(json.dumps(checks))
-
-    record(run, tmp_path)
-
-    assert [e.verdict for e in read_ledger(tmp_path, SCENARIO, "cpu")] == ["passed"]
-
-
 def test_a_copy_of_a_night_judged_elsewhere_is_not_a_second_night(tmp_path: Path) -> None:
     run = night(tmp_path / "runs", 3)
     record(run, tmp_path / "runs")

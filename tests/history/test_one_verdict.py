@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.history.test_closing import LOG, SCENARIO, finished_run
+from tests.history.test_closing import SCENARIO, finished_run, noisy_night
 from tests.report.report_assertions import banner, report_html
 from workbook.checks.runner import check_path
 from workbook.cli import main
@@ -26,7 +26,6 @@ from workbook.core.serialization import load_yaml
 from workbook.history import proposal
 from workbook.history.judgement import judge_night
 from workbook.history.ledger import read_ledger
-from workbook.launch.outcome import Outcome
 from workbook.run import life
 
 SLOW = '{"metrics": {"timing_s/step": {"value": 0.001, "reduce": "mean"}}}'  # any step is slower
@@ -105,23 +104,6 @@ def test_a_what_if_check_never_writes_over_the_runs_own_files(
     assert main(["check", str(rd.path), "--expr", "1 > 2", "--out", str(rd.path / name)]) == 2
 
     assert files(rd.path) == before and "only the run's closing writes" in capsys.readouterr().err
-
-
-def noisy_night(root: Path, baseline: Path, hour: int) -> RunDir:
-    """A night whose step time is beyond its band, on a policy that asks 2 nights to confirm."""
-    rd = RunDir.create(root, SCENARIO)
-    shutil.copyfile(LOG, rd.file("log"))
-    rd.update_run(run_id=rd.run_id, scenario=SCENARIO, status="running", expected_steps=4,
-                  runs_root=str(root), notebook="gspo", profile="cpu",
-                  started_at=f"2026-12-01T{hour}:00:00Z")
-    rd.file("params").write_text(
-        f"profile: cpu\ntotal_training_steps: 4\nchecks:\n  baseline: {baseline}\n"
-        "  defaults: false\n  window: [1, 4]\n  metrics:\n"
-        "    timing_s/step: {rtol: 0.05, confirm_nights: 2}\n", encoding="utf-8")
-    life.record_outcome(rd, Outcome("succeeded", 0, f"2026-12-01T{hour}:00:00Z",
-                                    f"2026-12-01T{hour}:03:00Z", 180.0), expected_steps=4)
-    assert not life.close(rd, announce=False).errors
-    return rd
 
 
 def test_a_check_of_a_confirm_nights_run_gives_the_verdict_its_closing_gave(

@@ -45,7 +45,7 @@ from workbook.core.status import ACTIVE, RunStatus
 from workbook.launch.outcome import Outcome
 
 if TYPE_CHECKING:
-    from workbook.checks.verdict import Verdict
+    from workbook.checks.verdict import RunVerdict
 
 # run.json keys the closing itself writes (the verdict too): never an input of a closing step
 CLOSING_KEYS = ("verdict", *CLOSING_WRITES)
@@ -89,8 +89,8 @@ def judge(run: RunRef) -> dict[str, Any]:
     return _checks(rd)
 
 
-def recorded(run: RunRef, verdict: Verdict) -> bool:
-    """Whether the run's closing recorded ``verdict`` (a :class:`~workbook.checks.verdict.Verdict`)
+def recorded(run: RunRef, verdict: RunVerdict) -> bool:
+    """Whether the run's closing recorded ``verdict`` (a :class:`~workbook.checks.verdict.RunVerdict`)
     everywhere: checks.json holds it, run.json's verdict is its summary, the report was rendered
     from that checks.json and the ledger updated after it. ``workbook check`` closes the run
     again when not."""
