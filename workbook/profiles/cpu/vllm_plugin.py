@@ -25,8 +25,6 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from workbook.profiles.cpu import IN_PROCESS_WORKER
-
 _PATCHED = "_workbook_plain_weights"
 # The processor features above AVX2 that torch.cpu reports and vLLM dispatches on.
 _ABOVE_AVX2 = ("_is_amx", "_is_avx512", "_is_vnni")
@@ -65,25 +63,6 @@ def _keep_plain_weights(original: Callable[..., Any]) -> Callable[..., Any]:
     return process_weights_after_loading
 
 
-def _worker_in_engine(original: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap the CPU platform's config check: a one-process engine keeps its worker in process.
-
-    verl asks for the multiprocess executor and vLLM-CPU insists on it, for the OpenMP threads
-    it binds per worker. A cpu-profile run binds none (one thread, ``nobind``), so the worker's
-    own process only costs a third import of torch and vLLM: 15 CPU-seconds a run.
-    """
-
-    @functools.wraps(original)
-    def check_and_update_config(cls: Any, vllm_config: Any) -> None:
-        original(vllm_config)
-        parallel = vllm_config.parallel_config
-        if os.environ.get(IN_PROCESS_WORKER) == "1" and parallel.world_size == 1:
-            parallel.distributed_executor_backend = "uni"
-
-    setattr(check_and_update_config, _PATCHED, True)
-    return classmethod(check_and_update_config)  # type: ignore[return-value]
-
-
 def register() -> None:
     """vLLM calls this in every engine process; patch only when the platform is CPU."""
     from vllm.platforms import current_platform
@@ -91,10 +70,6 @@ def register() -> None:
     if not current_platform.is_cpu():
         return
     pin_capabilities()
-    platform_cls = type(current_platform)
-    if not getattr(platform_cls.check_and_update_config, _PATCHED, False):
-        platform_cls.check_and_update_config = _worker_in_engine(  # type: ignore[method-assign]
-            platform_cls.check_and_update_config)
     from vllm.model_executor.layers.linear import UnquantizedLinearMethod
     from vllm.model_executor.layers.vocab_parallel_embedding import UnquantizedEmbeddingMethod
 
