@@ -244,7 +244,7 @@ def test_printing_opens_every_disclosure(browser, site):
 @pytest.fixture(scope="module")
 def other_pages(site: Path, tmp_path_factory) -> dict[str, Path]:
     """A bisect page and a comparison of the site's passed and regressed runs."""
-    from test_bisect_page import state
+    from tests.bisect.test_page import state
 
     from workbook.bisect.page import write_bisect_page
     from workbook.cli import main
