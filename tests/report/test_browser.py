@@ -245,7 +245,6 @@ def test_printing_opens_every_disclosure(browser, site):
 def other_pages(site: Path, tmp_path_factory) -> dict[str, Path]:
     """A bisect page and a comparison of the site's passed and regressed runs."""
     from tests.bisect.test_page import state
-
     from workbook.bisect.page import write_bisect_page
     from workbook.cli import main
 
