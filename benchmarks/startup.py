@@ -15,7 +15,7 @@ descendant of the command) and tails the run's log for verl's step lines. Phases
 
 It also prints each process role's CPU seconds (what six or so processes importing torch and
 vLLM on two cores cost) and the machine's conditions: CPU model, cores, the load before the run,
-and the CPU others used during it.
+and the CPU others used during it, as the run recorded them in run.json.
 
     .venv/bin/python benchmarks/startup.py [--scenario params/...yaml] [--repeats 3] [-s key=value ...]
 """
@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 
 import psutil
+
+from workbook.provenance import cpu_identity
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT = REPO / "params" / "gspo-tiny-1n1cpu-fsdp2-vllm.yaml"
@@ -62,18 +64,10 @@ def role(cmdline: str, name: str) -> str:
     return name
 
 
-def system_busy_s() -> float:
-    """CPU seconds every process of the machine has used since boot (/proc/stat)."""
-    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
+def recorded_conditions(runs: Path) -> dict:
+    """The machine's conditions the run recorded itself (others' and steal CPU, load)."""
+    records = sorted(runs.glob("*/*/run.json"))
+    return json.loads(records[-1].read_text()).get("conditions", {}) if records else {}
 
 
 class Watch:
@@ -106,7 +100,7 @@ class Watch:
             except psutil.Error:
                 continue
         drivers = [p for p in self.procs.values() if p["role"] == "main_ppo"]
-        if drivers and not any(p.pid for p in tree if "main_ppo" in _cmd(p)):
+        if drivers and max(p["seen"] for p in drivers) < now - self.t0:  # no driver seen now
             self.driver_end = self.driver_end or max(p["seen"] for p in drivers)
         self.tail(now)
 
@@ -127,19 +121,12 @@ class Watch:
                 self.steps.setdefault(int(found.group(1)), now - self.t0)
 
 
-def _cmd(proc: psutil.Process) -> str:
-    try:
-        return " ".join(proc.cmdline())
-    except psutil.Error:
-        return ""
-
-
 def one_run(scenario: Path, sets: list[str]) -> dict:
     runs = Path(tempfile.mkdtemp(prefix="wb-startup-"))
     env = dict(os.environ, WORKBOOK_RUNS=str(runs))
     argv = [sys.executable, "-m", "workbook", "run", str(scenario), *(a for s in sets for a in ("-s", s))]
     load_before = os.getloadavg()[0]
-    busy0, t0 = system_busy_s(), time.time()
+    t0 = time.time()
     proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     watch = Watch(proc.pid, runs, t0)
@@ -148,8 +135,8 @@ def one_run(scenario: Path, sets: list[str]) -> dict:
         time.sleep(0.25)
     wall = time.time() - t0
     watch.tail(time.time())
-    busy = system_busy_s() - busy0
     own = sum(p["cpu"] for p in watch.procs.values())
+    conditions = recorded_conditions(runs)
     starts = {phase: min((p["start"] for p in watch.procs.values() if re.search(rx, p["role"])),
                          default=None)
               for phase, rx in MARKERS.items()}
@@ -167,7 +154,8 @@ def one_run(scenario: Path, sets: list[str]) -> dict:
             "steps_seen": sorted(watch.steps), "processes": len(watch.procs),
             "cpu_s_by_role": dict(sorted(cpu_by_role.items(), key=lambda kv: -kv[1])),
             "own_cpu_s": round(own, 1), "load_before": round(load_before, 2),
-            "others_cores": round(max(0.0, busy - own) / wall, 2)}
+            "others_cores": conditions.get("others_cores"),
+            "steal_cores": conditions.get("steal_cores")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-s", "--set", dest="sets", action="append", default=[])
     parser.add_argument("--json", type=Path, help="also write every run's figures here")
     args = parser.parse_args(argv)
-    conditions = {"cpu": cpu_model(), "cores": os.cpu_count(),
+    conditions = {"cpu": cpu_identity(), "cores": os.cpu_count(),
                   "memory_gib": round(psutil.virtual_memory().total / 2**30),
                   "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   "scenario": str(args.scenario.relative_to(REPO) if args.scenario.is_absolute()
