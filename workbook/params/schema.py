@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import annotated_types
@@ -54,6 +55,16 @@ def rayjob_name_problem(name: str) -> str | None:
         return ("is not a DNS-1035 label: lowercase letters, digits and '-', starting with a "
                 "letter and ending with a letter or digit")
     return None
+
+
+def rule(ok: Callable[[Any], bool], text: str) -> BeforeValidator:
+    """A field's check and its message (``text, got <the value>``) when ``ok(value)`` is false
+    (the ``checks:`` section's and a baseline file's fields)."""
+    def check(value: Any) -> Any:
+        if not ok(value):
+            raise ValueError(f"{text}, got {short(value)}")
+        return value
+    return BeforeValidator(check)
 
 
 def _env_scalar(value: Any) -> Any:
