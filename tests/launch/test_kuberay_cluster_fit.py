@@ -22,6 +22,7 @@ from workbook.core.serialization import load_yaml_text
 from workbook.errors import InputError, LaunchError, ParamsError
 from workbook.launch.kuberay import kubectl
 from workbook.launch.kuberay import manifest as kuberay_manifest
+from workbook.params.schema import rayjob_name_problem
 from workbook.scenario import load_scenario
 
 __all__ = ["fake_kubectl"]  # the fixture, shared with test_kuberay
@@ -240,7 +241,7 @@ def test_a_secret_by_reference_is_in_the_pods_not_the_runtime_env() -> None:
 def test_a_given_name_is_checked_as_kubeRay_checks_it(name: str, ok: bool) -> None:
     if ok:
         made = kuberay_manifest.rayjob_name(name, "20260101T000000Z-abcdef", exact=True)
-        assert made == f"{name}-abcdef" and kuberay_manifest.name_problem(made) is None
+        assert made == f"{name}-abcdef" and rayjob_name_problem(made) is None
     else:
         with pytest.raises(InputError, match="--name"):
             kuberay_manifest.rayjob_name(name, "20260101T000000Z-abcdef", exact=True)
@@ -249,7 +250,7 @@ def test_a_given_name_is_checked_as_kubeRay_checks_it(name: str, ok: bool) -> No
 @pytest.mark.parametrize("scenario", [NPU_SCENARIO, GSPO_2N], ids=["ppo-2n4", "gspo-2n16"])
 def test_default_names_fit_kubeRays_47_characters(scenario: Path) -> None:
     name = manifest_of(params=scenario)["metadata"]["name"]
-    assert len(name) <= 47 and kuberay_manifest.name_problem(name) is None
+    assert len(name) <= 47 and rayjob_name_problem(name) is None
     assert name.startswith(kuberay_manifest.k8s_name(scenario.stem)[:20])
 
 

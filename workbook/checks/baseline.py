@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,17 +46,16 @@ from typing import Any
 from workbook.checks.baseline_rules import (
     FORMAT,
     FORMATS,
+    IMPORTED,
     MAX_BYTES,
     conflict_lines,
-    document_problems,
     parse_ascend_lines,
-    provenance_problems,
+    read_document,
     refuse,
-    short,
-    value_problems,
 )
 from workbook.core.clock import now_iso
 from workbook.core.layout import write_atomic
+from workbook.core.quoting import short
 from workbook.core.redaction import redact_mapping
 from workbook.core.serialization import dump_yaml, load_yaml_text
 from workbook.core.values import finite
@@ -104,24 +102,6 @@ class BaselineMetric:
             out["series_sigma"] = _steps_out(self.series_sigma)
         return out
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any], where: str) -> BaselineMetric:
-        if not isinstance(data, dict):
-            raise BaselineError(f"{where}: expected a mapping, got {type(data).__name__}")
-        try:
-            window = data.get("window")
-            return cls(
-                value=None if data.get("value") is None else float(data["value"]),
-                reduce=data.get("reduce"),
-                window=(int(window[0]), int(window[1])) if window else None,
-                series=_steps_in(data.get("series") or {}),
-                series_sigma=_steps_in(data.get("series_sigma") or {}),
-                sigma=None if data.get("sigma") is None else float(data["sigma"]),
-                n=None if data.get("n") is None else int(data["n"]),
-            )
-        except (TypeError, ValueError, IndexError, AttributeError) as exc:
-            raise BaselineError(f"{where}: {exc}") from None
-
 
 @dataclass
 class Baseline:
@@ -162,11 +142,9 @@ class Baseline:
                                 "the baseline as .json, .yaml or .yml")
         data = self.to_dict()
         # to_dict writes a non-finite value as null (not logged); a reference value must be real
-        problems = [p for name, entry in sorted(self.metrics.items()) if entry.value is not None
-                    for p in value_problems(name, entry.value, f"metrics.{name}.value")]
-        problems += document_problems(data) + provenance_problems(data)
-        if problems:
-            raise refuse(f"refusing to write baseline {path}", problems)
+        read_document({**data, "metrics": {k: {**v, "value": self.metrics[k].value}
+                                           for k, v in data["metrics"].items()}},
+                      f"refusing to write baseline {path}", from_file=True)
         # a baseline is committed: its runs' env values and settings are redacted like every
         # file that leaves a run (the metrics are numbers under the names the checks use)
         data = {k: v if k == "metrics" else redact_mapping(v) for k, v in data.items()}
@@ -248,20 +226,12 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def baseline_from_dict(data: Any, where: str = "baseline", *, from_file: bool = False) -> Baseline:
-    """A :class:`Baseline` from its JSON/YAML document; BaselineError listing every problem.
-
-    ``from_file``: the document is a file's, which judges runs: naming a workbook format, it
-    must also say where its numbers came from (``baseline_rules.provenance_problems``); a
-    document built in code need not.
-    """
-    problems = document_problems(data) + (provenance_problems(data) if from_file else [])
-    if problems:
-        raise refuse(where, problems)
-    metrics = {str(k): BaselineMetric.from_dict(v, f"{where}: metrics.{k}")
-               for k, v in data["metrics"].items()}
-    return Baseline(metrics, dict(data.get("provenance") or {}), data.get("scenario"),
-                    data.get("hardware"), hardware_key=data.get("hardware_key") or None,
-                    settings=data.get("settings") or None,
+    """A :class:`Baseline` from its JSON/YAML document; BaselineError listing every problem
+    (``from_file``: see :func:`workbook.checks.baseline_rules.read_document`)."""
+    doc = read_document(data, where, from_file=from_file)
+    return Baseline({name: BaselineMetric(**dict(entry)) for name, entry in doc.metrics.items()},
+                    dict(doc.provenance or {}), doc.scenario, doc.hardware,
+                    hardware_key=doc.hardware_key or None, settings=doc.settings or None,
                     conditions=data.get("conditions") or None)
 
 
@@ -289,7 +259,7 @@ def import_ascend_text(text: str, *, source: Path | str | None = None,
         reduce, window = ASCEND_REDUCTIONS.get(key, (None, None))
         metrics[key] = BaselineMetric(value=value, reduce=reduce, window=window)
     provenance: dict[str, Any] = {
-        "source": "verl-ascend-text", "created": now_iso(),
+        "source": IMPORTED, "created": now_iso(),
         "imported_from": str(source) if source else None, "origin": origin,
         "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
         "note": "imported from verl's Ascend nightly baseline; it records no versions or run ids",
@@ -305,7 +275,3 @@ def import_ascend_text(text: str, *, source: Path | str | None = None,
 
 def _steps_out(series: dict[int, float]) -> dict[str, float | None]:
     return {str(s): finite(v) for s, v in sorted(series.items())}
-
-
-def _steps_in(series: Any) -> dict[int, float]:
-    return {int(s): (math.nan if v is None else float(v)) for s, v in dict(series).items()}

@@ -7,10 +7,12 @@ an infinity (``FAIL <= nan``), time, throughput or memory below zero, a fraction
 a key the format does not have (a misspelt ``sigma`` would widen nothing and say nothing), a
 file naming the workbook's format without saying where its numbers came from (its provenance).
 
+verl's Ascend text is read line by line; the workbook's JSON/YAML document is a pydantic model,
+:class:`Document`, beside the scenario's, the ``checks:`` section's and a suite's ``retry:``.
 The same rules run when a baseline is read, imported and written, so ``bless`` and ``baseline
 import`` never write a file that loading it would refuse. Every problem is listed at once; a
-message quotes at most a short prefix of a value, and a document is walked within a fixed budget
-of values (a YAML alias bomb is refused, not expanded).
+message quotes at most a short prefix of a value, and a document is sized within a fixed budget
+of values before it is validated (a YAML alias bomb is refused, not expanded).
 """
 
 from __future__ import annotations
@@ -19,15 +21,30 @@ import difflib
 import itertools
 import math
 import re
-import reprlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
-from workbook.checks.conditions import conditions_problems
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
 from workbook.checks.domains import depends_on_hardware, domain
 from workbook.checks.reductions import REDUCTIONS
+from workbook.core.quoting import cut, short
+from workbook.core.values import finite
 from workbook.errors import BaselineError
+from workbook.params.schema import rule
 
 FORMAT = "verl-workbook-baseline/3"  # 3 adds each metric's per-step spread, ``series_sigma``
 FORMATS = ("verl-workbook-baseline/1", "verl-workbook-baseline/2", FORMAT)
@@ -35,29 +52,23 @@ MAX_BYTES = 64 * 1024 * 1024  # the committed CPU baseline is 100 KB; 100 metric
 # Keys and values in one document, a shared (aliased) part counted each time it is reached: twice
 # what a MAX_BYTES file written by ``Baseline.save`` holds, never a YAML alias bomb's billions.
 MAX_VALUES = 10_000_000
-MAX_SHOWN = 20                # problems listed in one message
+MAX_SHOWN = 20                # problems listed in one message (and per series, or runs checked)
 MAX_COLLECTED = 1000          # problems gathered before reading stops (a file of garbage lines)
-
-TOP_KEYS = ("format", "scenario", "hardware", "hardware_key", "settings", "provenance", "metrics",
-            "conditions")
-METRIC_KEYS = ("value", "reduce", "window", "sigma", "n", "series", "series_sigma")
 
 # What a file naming its ``format`` says of where its numbers came from, by who wrote it: the keys
 # it must have (a null value says the fact was not known, a missing key that it was never
-# looked for) and every key it may have.
+# looked for) and the others it may have.
 BLESSED, IMPORTED = "bless", "verl-ascend-text"
 BLESS_REQUIRED = ("created", "workbook_version", "workbook_commit", "verl_version", "verl_commit",
                   "hardware", "packages", "runs")
-BLESS_KEYS = ("source", *BLESS_REQUIRED, "image", "cann_version", "hardware_detail", "host", "os",
-              "python", "run_ids", "package_versions_differ", "runs_differ", "tuning",
-              "environment", "window", "k_sigma", "skipped_metrics")
-BLESS_RUN_REQUIRED = ("run_id", "started")
-BLESS_RUN_KEYS = (*BLESS_RUN_REQUIRED, "path", "status", "ended", "host", "image", "versions",
-                  "commits", "tuning", "env")
+BLESS_OPTIONAL = ("image", "cann_version", "hardware_detail", "host", "os", "python", "run_ids",
+                  "package_versions_differ", "runs_differ", "tuning", "environment", "window",
+                  "k_sigma", "skipped_metrics")
+RUN_REQUIRED = ("run_id", "started")
+RUN_OPTIONAL = ("path", "status", "ended", "host", "image", "versions", "commits", "tuning", "env")
 IMPORT_REQUIRED = ("created", "sha256")
 # origin: repository@commit:path upstream; origin_date: when upstream last changed that file
-IMPORT_KEYS = ("source", *IMPORT_REQUIRED, "imported_from", "origin", "origin_date", "note")
-PROVENANCE_RULES = {BLESSED: (BLESS_REQUIRED, BLESS_KEYS), IMPORTED: (IMPORT_REQUIRED, IMPORT_KEYS)}
+IMPORT_OPTIONAL = ("imported_from", "origin", "origin_date", "note")
 
 # git writes its markers at the start of a line: <<<<<<< ours, ||||||| base, =======, >>>>>>> theirs
 _CONFLICT = re.compile(r"(?:<{7}|\|{7}|>{7})(?:[ \t].*)?|={7}[ \t]*")
@@ -66,21 +77,6 @@ _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
 _VALUE = re.compile(rf"np\.float(?:16|32|64)?\(\s*({_NUMBER})\s*\)|({_NUMBER})")
 _NOT_FINITE = re.compile(r"(?:np\.float\d*\(\s*)?[+-]?(?:nan|inf(?:inity)?)\s*\)?", re.IGNORECASE)
 _STEP = re.compile(r"\d{1,12}")
-
-_short_repr = reprlib.Repr()
-_short_repr.maxstring = _short_repr.maxother = 60
-_short_repr.maxlevel, _short_repr.maxdict, _short_repr.maxlist = 2, 4, 4
-
-
-def short(value: Any) -> str:
-    """A value as a message may quote it: a bounded prefix, whatever its size."""
-    return _short_repr.repr(value)
-
-
-def label(key: Any) -> str:
-    """A key as a field path shows it: its text, cut to a short prefix."""
-    text = str(key)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def refuse(where: str, problems: list[str]) -> BaselineError:
@@ -142,7 +138,8 @@ def parse_ascend_lines(text: str, where: str) -> list[AscendLine]:
             problems.append(f"line {n}: {short(key)}: value {short(rest)} {why}")
             continue
         value = float(match.group(1) or match.group(2))
-        problems += [f"line {n}: {p}" for p in value_problems(key, value, label(key))]
+        if (problem := value_problem(key, value)) is not None:
+            problems.append(f"line {n}: {cut(key, 60)}: {problem}")
         if key in seen:
             problems.append(f"line {n}: duplicate key {short(key)} (first on line {seen[key]}); "
                             "which value is meant?")
@@ -154,160 +151,19 @@ def parse_ascend_lines(text: str, where: str) -> list[AscendLine]:
     return lines
 
 
-def value_problems(metric: str, value: float, field: str) -> list[str]:
-    """A metric's reference number: finite, and within what that kind of metric can measure."""
+def value_problem(metric: str, value: float) -> str | None:
+    """Why a baseline cannot hold ``value`` for ``metric`` (None: it can): it is not finite, or
+    outside a range that is certain: time, throughput and memory are never below 0, fractions
+    within [0, 1]. The other ranges in :mod:`workbook.checks.domains` are a validation aid and
+    too loose a guess to refuse a file by (DAPO's ``critic/score/min`` is -1)."""
     if not math.isfinite(value):
-        return [f"{field}: {value} is not finite; a baseline holds measured numbers"]
-    bounds = checked_bounds(metric)
-    if bounds is None or bounds[0] <= value <= bounds[1]:
-        return []
-    lo, hi = bounds
-    if hi == math.inf:
-        return [f"{field}: {value:g} is below {lo:g}; time, throughput and memory are never "
-                "negative"]
-    return [f"{field}: {value:g} is outside [{lo:g}, {hi:g}], the range of a fraction"]
-
-
-def checked_bounds(metric: str) -> tuple[float, float] | None:
-    """The range a baseline value of ``metric`` is refused outside, or None.
-
-    Only where the range is certain: time, throughput and memory (never below 0) and fractions
-    ([0, 1]). The other ranges in :mod:`workbook.checks.domains` are a validation aid and too
-    loose a guess to refuse a file by (DAPO's ``critic/score/min`` is -1).
-    """
+        return f"{value} is not finite; a baseline holds measured numbers"
     lo, hi = domain(metric)
-    if (depends_on_hardware(metric) and lo == 0.0) or (lo, hi) == (0.0, 1.0):
-        return lo, hi
+    if (lo, hi) == (0.0, math.inf) and depends_on_hardware(metric) and value < 0:
+        return f"{value:g} is below 0; time, throughput and memory are never negative"
+    if (lo, hi) == (0.0, 1.0) and not 0 <= value <= 1:
+        return f"{value:g} is outside [0, 1], the range of a fraction"
     return None
-
-
-def document_problems(data: Any) -> list[str]:
-    """Every problem of a JSON/YAML baseline document, each with its field path."""
-    if isinstance(data, (dict, list, tuple)) and not within_budget(data):
-        return [f"more than {MAX_VALUES:,} values (or YAML aliases that expand to that many, or "
-                "a structure that contains itself); not a baseline"]
-    if not isinstance(data, Mapping):
-        return [f"expected a mapping with a 'metrics' mapping, got {type(data).__name__}"]
-    problems = unknown_keys(data, TOP_KEYS, "")
-    fmt = data.get("format", FORMAT)
-    if fmt not in FORMATS:
-        problems.append(f"format: unknown format {short(fmt)}, expected {FORMAT}")
-    for key in ("scenario", "hardware"):
-        if data.get(key) is not None and not isinstance(data[key], str):
-            problems.append(f"{key}: expected a string, got {type(data[key]).__name__}")
-    problems += _flat_mapping(data.get("hardware_key"), "hardware_key")
-    problems += _flat_mapping(data.get("settings"), "settings")
-    problems += conditions_problems(data.get("conditions"))  # the blessed runs' machine
-    if data.get("provenance") is not None and not isinstance(data["provenance"], Mapping):
-        problems.append(f"provenance: expected a mapping, got {type(data['provenance']).__name__}")
-    metrics = data.get("metrics")
-    if not isinstance(metrics, Mapping):
-        problems.append("metrics: expected a mapping of metric name -> reference values")
-        return problems
-    if not metrics:
-        problems.append("metrics: names no metric")
-    for name, entry in metrics.items():
-        if not isinstance(name, str) or not name:
-            problems.append(f"metrics: metric name {short(name)} is not a non-empty string")
-            continue
-        problems += metric_problems(name, entry, f"metrics.{label(name)}")
-        if len(problems) >= MAX_COLLECTED:
-            problems.append(f"stopped reading at metric {label(name)}, after {MAX_COLLECTED} "
-                            "problems")
-            break
-    return problems
-
-
-def provenance_problems(data: Any) -> list[str]:
-    """Where a baseline file's numbers came from, when it names a workbook ``format``.
-
-    Only ``bless`` and ``baseline import`` write that name, and both record where the numbers
-    came from: a file naming it without that record was edited by hand or cut short. A document
-    without ``format`` (hand-made, in tests) and verl's ``.txt`` files are not asked for one:
-    they load, and a report marks them as having no provenance.
-    """
-    if not isinstance(data, Mapping) or "format" not in data:
-        return []
-    record = data.get("provenance")
-    if not record:
-        return ["provenance: missing; a file naming a verl-workbook format is written by "
-                "`workbook bless` or `workbook baseline import`, which record where its numbers "
-                "came from"]
-    if not isinstance(record, Mapping):
-        return []  # named by document_problems
-    source = record.get("source")
-    rules = PROVENANCE_RULES.get(source) if isinstance(source, str) else None
-    if rules is None:
-        what = "missing" if source is None else f"unknown source {short(source)}"
-        return [f"provenance.source: {what}; expected {' or '.join(PROVENANCE_RULES)}"]
-    required, known = rules
-    problems = unknown_keys(record, known, "provenance")
-    problems += [f"provenance.{key}: missing; {source} records it (null when not known)"
-                 for key in required if key not in record]
-    if record.get("created") is not None and not isinstance(record["created"], str):
-        problems.append(f"provenance.created: expected a date, got {short(record['created'])}")
-    if source == BLESSED:
-        problems += _packages(record.get("packages"), "provenance.packages")
-        problems += _source_runs(record.get("runs"))
-    return problems
-
-
-def _packages(value: Any, field: str) -> list[str]:
-    if value is None or isinstance(value, Mapping) and all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        return []
-    return [f"{field}: expected a mapping of package name -> version"]
-
-
-def _source_runs(runs: Any) -> list[str]:
-    """The blessed runs: one entry each, with its id and when it started."""
-    if runs is None:
-        return []  # named as missing
-    if not isinstance(runs, list) or not runs:
-        return ["provenance.runs: expected the list of blessed runs, got "
-                f"{short(runs)}"]
-    problems: list[str] = []
-    for i, run in enumerate(runs[:MAX_SHOWN]):
-        where = f"provenance.runs.{i}"
-        if not isinstance(run, Mapping):
-            problems.append(f"{where}: expected a mapping, got {type(run).__name__}")
-            continue
-        problems += unknown_keys(run, BLESS_RUN_KEYS, where)
-        problems += [f"{where}.{key}: missing" for key in BLESS_RUN_REQUIRED if key not in run]
-        if "run_id" in run and not isinstance(run["run_id"], str):
-            problems.append(f"{where}.run_id: expected a run id, got {short(run['run_id'])}")
-    return problems
-
-
-def metric_problems(metric: str, entry: Any, where: str) -> list[str]:
-    """One metric's entry: known keys, finite numbers within the metric's range."""
-    if not isinstance(entry, Mapping):
-        return [f"{where}: expected a mapping, got {type(entry).__name__}"]
-    problems = unknown_keys(entry, METRIC_KEYS, where)
-    for key in ("value", "sigma"):
-        problems += _number(metric if key == "value" else "", entry.get(key), f"{where}.{key}",
-                            optional=True, at_least=0.0 if key == "sigma" else None)
-    if entry.get("reduce") is not None and entry["reduce"] not in REDUCTIONS:
-        problems.append(f"{where}.reduce: unknown reduction {short(entry['reduce'])}; use one of "
-                        f"{', '.join(REDUCTIONS)}")
-    problems += _window(entry.get("window"), f"{where}.window")
-    problems += _count(entry.get("n"), f"{where}.n")
-    problems += _steps(metric, entry.get("series"), f"{where}.series")
-    # a spread, not a value of the metric: never below 0, whatever range the metric has
-    problems += _steps("", entry.get("series_sigma"), f"{where}.series_sigma", at_least=0.0)
-    return problems
-
-
-def unknown_keys(data: Mapping[Any, Any], allowed: tuple[str, ...], where: str) -> list[str]:
-    """Keys the format does not have, each with the closest known key when one is close."""
-    problems = []
-    for key in data:
-        if key in allowed:
-            continue
-        close = difflib.get_close_matches(str(key)[:64], allowed, n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(allowed)}"
-        problems.append(f"{where + '.' if where else ''}{label(key)}: unknown key{hint}")
-    return problems
 
 
 def within_budget(data: Any, budget: int = MAX_VALUES) -> bool:
@@ -347,86 +203,274 @@ def _children(item: Any) -> Iterable[Any]:
     return item.values() if isinstance(item, dict) else item
 
 
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+# --- the JSON/YAML document ---------------------------------------------------------------------
+
+Found = list[tuple[tuple[int | str, ...], str]]  # (where below the field validated, message)
+_EXPECTED = {"dict_type": "a mapping", "string_type": "a string"}  # pydantic's type errors
 
 
-def as_float(value: Any) -> float | None:
-    """A JSON/YAML number as a float (an int too large for a float is not one)."""
-    if not is_number(value):
+def _problems(found: Found) -> ValidationError:
+    """Problems found below one field, each at its own place, as one pydantic error."""
+    return ValidationError.from_exception_data("baseline", [
+        InitErrorDetails(type=PydanticCustomError("baseline", "{text}", {"text": text}),
+                         loc=loc, input=None) for loc, text in found])
+
+
+class _Strict(BaseModel):
+    """A part of the document: no key it does not have, every problem in the baseline's words."""
+
+    model_config = ConfigDict(extra="forbid")
+    missing: ClassVar[str] = "missing"  # what a required key left out is told
+    closest: ClassVar[bool] = True      # an unknown key is told the closest known one, else all
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _in_words(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        if not isinstance(data, (Mapping, cls)):
+            raise ValueError(f"expected a mapping, got {type(data).__name__}")
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            raise _problems([(e["loc"], cls._text(e))
+                             for e in exc.errors(include_url=False)]) from None
+
+    @classmethod
+    def _text(cls, err: Any) -> str:
+        kind = err["type"]
+        if kind in ("extra_forbidden", "invalid_key"):  # a key it does not have, or not text
+            known = list(cls.model_fields)
+            close = difflib.get_close_matches(str(err["loc"][-1])[:64], known, n=1, cutoff=0.6)
+            return (f"unknown key; did you mean {close[0]!r}?" if close and cls.closest
+                    else f"unknown key; known: {', '.join(known)}")
+        if kind == "missing":
+            return cls.missing
+        if kind in _EXPECTED:
+            return f"expected {_EXPECTED[kind]}, got {type(err['input']).__name__}"
+        return str(err["msg"]).removeprefix("Value error, ")
+
+
+def _number(value: Any, metric: str | None) -> float | None:
+    """A value of ``metric`` (within what it can measure), or a spread (``metric`` None: never
+    below 0); null stays None."""
+    if value is None:
         return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number, got {short(value)}")
     try:
-        return float(value)
-    except OverflowError:
-        return math.inf
+        number = float(value)
+    except OverflowError:  # an int too large for a float
+        number = math.inf
+    problem = value_problem(metric or "", number)
+    if problem is None and metric is None and number < 0:
+        problem = f"{number:g} is below 0"
+    if problem:
+        raise ValueError(problem)
+    return number
 
 
-def _number(metric: str, value: Any, field: str, *, optional: bool = False,
-            at_least: float | None = None) -> list[str]:
-    if value is None:
-        return [] if optional else [f"{field}: missing"]
-    number = as_float(value)
-    if number is None:
-        return [f"{field}: expected a number, got {short(value)}"]
-    problems = value_problems(metric, number, field)
-    if not problems and at_least is not None and number < at_least:
-        problems.append(f"{field}: {number:g} is below {at_least:g}")
-    return problems
-
-
-def _count(value: Any, field: str) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 10**9:
-        return [f"{field}: expected a whole number of runs (1 or more), got {short(value)}"]
-    return []
-
-
-def _window(value: Any, field: str) -> list[str]:
-    if value is None:
-        return []
-    ok = (isinstance(value, (list, tuple)) and len(value) == 2
-          and all(isinstance(v, int) and not isinstance(v, bool) for v in value))
-    if not ok or not 0 <= value[0] <= value[1] <= 10**12:
-        return [f"{field}: expected [first step, last step] with 0 <= first <= last, got "
-                f"{short(value)}"]
-    return []
-
-
-def _steps(metric: str, series: Any, field: str, at_least: float | None = None) -> list[str]:
-    """A per-step series: whole-number steps, each a finite number or null (not logged)."""
+def _steps(series: Any, metric: str | None) -> dict[int, float]:
+    """A per-step series: whole-number steps, each a number (see :func:`_number`) or null (not
+    logged: NaN); at most ``MAX_SHOWN`` problems named."""
     if series is None:
-        return []
+        return {}
     if not isinstance(series, Mapping):
-        return [f"{field}: expected a mapping of step -> value, got {type(series).__name__}"]
-    problems: list[str] = []
+        raise ValueError(f"expected a mapping of step -> value, got {type(series).__name__}")
+    steps: dict[int, float] = {}
+    found: Found = []
     for step, value in series.items():
-        if not (isinstance(step, int) and not isinstance(step, bool) and step >= 0
-                or isinstance(step, str) and _STEP.fullmatch(step)):
-            problems.append(f"{field}: step {short(step)} is not a whole number >= 0")
-        elif value is not None:
-            problems += _number(metric, value, f"{field}.{step}", at_least=at_least)
-        if len(problems) > MAX_SHOWN:
+        if not (type(step) is int and step >= 0 or isinstance(step, str) and _STEP.fullmatch(step)):
+            found.append(((), f"step {short(step)} is not a whole number >= 0"))
+        else:
+            try:
+                number = _number(value, metric)
+                steps[int(step)] = math.nan if number is None else number
+            except ValueError as exc:
+                found.append(((step,), str(exc)))
+        if len(found) > MAX_SHOWN:
             break
-    return problems
+    if found:
+        raise _problems(found)
+    return steps
 
 
-def _flat_mapping(value: Any, field: str) -> list[str]:
-    """``hardware_key`` and ``settings``: names -> scalars (or lists of them), numbers finite."""
-    if value is None:
-        return []
+def _reduction(value: Any) -> Any:
+    if value is not None and value not in REDUCTIONS:
+        raise ValueError(f"unknown reduction {short(value)}; use one of {', '.join(REDUCTIONS)}")
+    return value
+
+
+def _whole(value: Any) -> bool:
+    return value is None or type(value) is int and 1 <= value <= 10**9
+
+
+class MetricEntry(_Strict):
+    """One metric's reference values, validated knowing the metric (``context={"metric":
+    name}``): its value and steps must be within what it can measure; sigma and each step's
+    spread are never below 0."""
+
+    value: Annotated[float | None, BeforeValidator(
+        lambda v, i: _number(v, i.context["metric"]))] = None
+    reduce: Annotated[str | None, BeforeValidator(_reduction)] = None
+    window: Annotated[tuple[int, int] | None, rule(
+        lambda v: v is None or isinstance(v, (list, tuple)) and len(v) == 2
+        and all(type(s) is int for s in v) and 0 <= v[0] <= v[1] <= 10**12,
+        "expected [first step, last step] with 0 <= first <= last")] = None
+    sigma: Annotated[float | None, BeforeValidator(lambda v: _number(v, None))] = None
+    n: Annotated[int | None, rule(_whole, "expected a whole number of runs (1 or more)")] = None
+    series: Annotated[dict[int, float], BeforeValidator(
+        lambda v, i: _steps(v, i.context["metric"]))] = {}
+    series_sigma: Annotated[dict[int, float], BeforeValidator(lambda v: _steps(v, None))] = {}
+
+
+def _metrics(value: Any) -> dict[str, MetricEntry]:
+    """Each metric's entry; reading stops after ``MAX_COLLECTED`` problems."""
     if not isinstance(value, Mapping):
-        return [f"{field}: expected a mapping, got {type(value).__name__}"]
-    problems = []
-    for key, item in value.items():
-        items: Iterable[Any] = item if isinstance(item, list) else [item]
-        for one in items:
-            if one is not None and not isinstance(one, (str, int, float, bool)):
-                problems.append(f"{field}.{label(key)}: expected a value or a list of values, "
-                                f"got {type(one).__name__}")
-                break
-            number = as_float(one)
-            if number is not None and not math.isfinite(number):
-                problems.append(f"{field}.{label(key)}: {short(one)} is not finite")
-                break
-    return problems
+        raise ValueError("expected a mapping of metric name -> reference values")
+    if not value:
+        raise ValueError("names no metric")
+    entries: dict[str, MetricEntry] = {}
+    found: Found = []
+    for name, entry in value.items():
+        if not isinstance(name, str) or not name:
+            found.append(((), f"metric name {short(name)} is not a non-empty string"))
+            continue
+        try:
+            entries[name] = MetricEntry.model_validate(entry, context={"metric": name})
+        except ValidationError as exc:
+            found += [((name, *e["loc"]), e["msg"]) for e in exc.errors(include_url=False)]
+        if len(found) >= MAX_COLLECTED:
+            found.append(((), f"stopped reading at metric {cut(name, 60)}, after "
+                              f"{MAX_COLLECTED} problems"))
+            break
+    if found:
+        raise _problems(found)
+    return entries
+
+
+def _fact(item: Any) -> Any:
+    """A hardware-key fact or a setting: a value or a list of values, numbers finite."""
+    for one in item if isinstance(item, list) else [item]:
+        if one is not None and not isinstance(one, (str, int, float, bool)):
+            raise ValueError(f"expected a value or a list of values, got {type(one).__name__}")
+        if not isinstance(one, (str, bool)) and one is not None and finite(one) is None:
+            raise ValueError(f"{short(one)} is not finite")
+    return item
+
+
+Facts = dict[Any, Annotated[Any, BeforeValidator(_fact)]] | None
+Measure = Annotated[float | None, rule(lambda v: v is None or finite(v) is not None and v >= 0,
+                                       "expected a finite number >= 0")]
+Count = Annotated[int | None, rule(_whole, "expected a whole number (1 or more)")]
+
+
+class Conditions(_Strict):
+    """The blessed runs' machine (:func:`workbook.checks.conditions.blessed_conditions`)."""
+
+    closest: ClassVar[bool] = False
+    others_cores: Measure = None
+    others_cores_max: Measure = None
+    calibration_s: Measure = None
+    steal_cores: Measure = None
+    steal_cores_max: Measure = None
+    cpus: Count = None
+    cpu: Annotated[str | None, rule(lambda v: v is None or isinstance(v, str) and 0 < len(v) <= 200,
+                                    "expected text (1-200 characters)")] = None
+    n: Count = None
+
+
+def _record(name: str, required: tuple[str, ...], optional: tuple[str, ...],
+            source: str | None = None, **checked: Any) -> type[_Strict]:
+    """A provenance record's model: the keys ``source`` writes, ``required`` (null allowed) and
+    ``optional``, and the type of each key ``checked``."""
+    fields: dict[str, Any] = {"source": (Any, None), **{k: (Any, ...) for k in required},
+                              **{k: (Any, None) for k in optional}}
+    fields.update({key: (kind, fields[key][1]) for key, kind in checked.items()})
+    model = create_model(name, __base__=_Strict, **fields)
+    if source:
+        model.missing = f"missing; {source} records it (null when not known)"
+    return model
+
+
+def _runs(value: Any) -> Any:
+    """The blessed runs, the first ``MAX_SHOWN`` checked."""
+    if value is not None and (not isinstance(value, list) or not value):
+        raise ValueError(f"expected the list of blessed runs, got {short(value)}")
+    return value and value[:MAX_SHOWN]
+
+
+_DATE = Annotated[Any, rule(lambda v: v is None or isinstance(v, str), "expected a date")]
+_VERSIONS = Annotated[Any, rule(lambda v: v is None or isinstance(v, Mapping) and all(
+    isinstance(k, str) and isinstance(x, str) for k, x in v.items()),
+    "expected a mapping of package name -> version")]
+BlessedRun = _record("BlessedRun", RUN_REQUIRED, RUN_OPTIONAL,
+                     run_id=Annotated[Any, rule(lambda v: isinstance(v, str), "expected a run id")])
+_RUNS = Annotated[list[BlessedRun] | None, BeforeValidator(_runs)]  # type: ignore[valid-type]
+RECORDS = {  # by the source that writes them
+    BLESSED: _record("Blessed", BLESS_REQUIRED, BLESS_OPTIONAL, BLESSED, created=_DATE,
+                     packages=_VERSIONS, runs=_RUNS),
+    IMPORTED: _record("Imported", IMPORT_REQUIRED, IMPORT_OPTIONAL, IMPORTED, created=_DATE),
+}
+
+
+def _format(value: Any) -> Any:
+    if value not in FORMATS:
+        raise ValueError(f"unknown format {short(value)}, expected {FORMAT}")
+    return value
+
+
+class Document(_Strict):
+    """A baseline file's JSON/YAML document (``context={"claimed": True}``: a file's, naming a
+    workbook format, so it must say where its numbers came from)."""
+
+    format: Annotated[str | None, BeforeValidator(_format)] = None
+    scenario: str | None = None
+    hardware: str | None = None
+    hardware_key: Facts = None
+    settings: Facts = None
+    provenance: dict[Any, Any] | None = Field(default=None, validate_default=True)
+    metrics: Annotated[dict[str, MetricEntry], BeforeValidator(_metrics)] = Field(
+        default=None, validate_default=True)
+    conditions: Conditions | None = None
+
+    @field_validator("provenance")
+    @classmethod
+    def _source(cls, record: dict[Any, Any] | None, info: ValidationInfo) -> Any:
+        """Only ``bless`` and ``baseline import`` write a format's name, and both record where
+        the numbers came from: a file naming it without that record was edited by hand or cut
+        short."""
+        if not (info.context or {}).get("claimed"):
+            return record
+        if not record:
+            raise ValueError("missing; a file naming a verl-workbook format is written by "
+                             "`workbook bless` or `workbook baseline import`, which record "
+                             "where its numbers came from")
+        source = record.get("source")
+        model = RECORDS.get(source) if isinstance(source, str) else None
+        if model is None:
+            what = "missing" if source is None else f"unknown source {short(source)}"
+            raise _problems([(("source",), f"{what}; expected {' or '.join(RECORDS)}")])
+        model.model_validate(record)
+        return record
+
+
+def read_document(data: Any, where: str, *, from_file: bool) -> Document:
+    """``data`` as a :class:`Document`; BaselineError listing every problem with its field path.
+
+    ``from_file``: the document is a file's, which judges runs: naming a workbook format, it
+    must also say where its numbers came from. A document built in code need not, nor one
+    without ``format`` (hand-made, in tests) or verl's ``.txt``: they load, and a report marks
+    them as having no provenance.
+    """
+    if isinstance(data, _CONTAINERS) and not within_budget(data):
+        problems = [f"more than {MAX_VALUES:,} values (or YAML aliases that expand to that many, "
+                    "or a structure that contains itself); not a baseline"]
+    elif not isinstance(data, Mapping):
+        problems = [f"expected a mapping with a 'metrics' mapping, got {type(data).__name__}"]
+    else:
+        claimed = from_file and "format" in data
+        try:
+            return Document.model_validate(data, context={"claimed": claimed})
+        except ValidationError as exc:
+            problems = [".".join(cut(str(p), 60) for p in e["loc"]) + ": " + e["msg"] if e["loc"]
+                        else e["msg"] for e in exc.errors(include_url=False)]
+    raise refuse(where, problems)

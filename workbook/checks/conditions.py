@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbook.core.quoting import cut, short
+from workbook.core.quoting import cut
 from workbook.core.values import finite
 
 # CPU other processes may use beyond the most the blessed runs saw, in cores, before a timing is
@@ -51,12 +51,6 @@ CALIBRATION_MARGIN = 1.10
 # CPU a hypervisor may take from the VM beyond what it took at blessing, in cores. The blessed
 # runs on the project's VM saw 0.001-0.011 cores stolen.
 STEAL_MARGIN_CORES = 0.10
-
-# What a baseline records of its runs' conditions (see blessed_conditions), and which are counts.
-BLESSED_KEYS = ("others_cores", "others_cores_max", "calibration_s", "steal_cores",
-                "steal_cores_max", "cpus", "cpu", "n")
-COUNT_KEYS = ("cpus", "n")
-TEXT_KEYS = ("cpu",)
 
 
 def blessed_conditions(runs_conditions: Sequence[Mapping[str, Any] | None]) -> dict[str, Any]:
@@ -248,31 +242,6 @@ def _slower_cpu(run: Mapping[str, Any], blessed: Mapping[str, Any]) -> str | Non
         return None
     return (f"the CPU was {now / then:.2f}x slower: the calibration workload took {now:.3g} s, "
             f"{then:.3g} s at blessing")
-
-
-def conditions_problems(value: Any, where: str = "conditions") -> list[str]:
-    """A baseline's ``conditions``: known keys, finite numbers >= 0, whole counts >= 1, text
-    for the CPU's name."""
-    if value is None:
-        return []
-    if not isinstance(value, Mapping):
-        return [f"{where}: expected a mapping, got {type(value).__name__}"]
-    problems = []
-    for key, item in value.items():
-        field = f"{where}.{cut(str(key), 60)}"
-        if key not in BLESSED_KEYS:
-            problems.append(f"{field}: unknown key; known: {', '.join(BLESSED_KEYS)}")
-        elif item is None:
-            continue
-        elif key in TEXT_KEYS:
-            if not isinstance(item, str) or not 0 < len(item) <= 200:
-                problems.append(f"{field}: expected text (1-200 characters), got {short(item)}")
-        elif key in COUNT_KEYS:
-            if type(item) is not int or not 1 <= item <= 10**9:
-                problems.append(f"{field}: expected a whole number (1 or more), got {short(item)}")
-        elif (number := finite(item)) is None or number < 0:
-            problems.append(f"{field}: expected a finite number >= 0, got {short(item)}")
-    return problems
 
 
 def _number(data: Mapping[str, Any] | None, key: str) -> float | None:

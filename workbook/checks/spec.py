@@ -39,7 +39,7 @@ widens it, or the nightly default when the baseline has no sigma) is in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -59,6 +59,7 @@ from workbook.checks.expression import MAX_STEP, Expression, compile_expression,
 from workbook.checks.reductions import REDUCTIONS, WINDOWED
 from workbook.core.quoting import cut, short
 from workbook.errors import ExpressionError
+from workbook.params.schema import rule
 
 DEFAULT_WINDOW = (5, 14)
 DIRECTIONS = ("both", "higher_is_worse", "lower_is_worse")
@@ -182,17 +183,8 @@ class CheckSpec:
         }
 
 
-def _rule(ok: Callable[[Any], bool], text: str) -> BeforeValidator:
-    """A field's check and its message (``text, got <the value>``) when ``ok(value)`` is false."""
-    def check(value: Any) -> Any:
-        if not ok(value):
-            raise ValueError(f"{text}, got {short(value)}")
-        return value
-    return BeforeValidator(check)
-
-
 def _one_of(choices: tuple[str, ...]) -> BeforeValidator:
-    return _rule(lambda v: v in choices, f"must be one of {', '.join(choices)}")
+    return rule(lambda v: v in choices, f"must be one of {', '.join(choices)}")
 
 
 def _step_range(value: Any) -> bool:
@@ -206,9 +198,9 @@ def _bounds(value: Any) -> bool:
             and (None in value or value[0] <= value[1]))
 
 
-_WINDOW = _rule(_step_range, f"must be [first, last] steps with 0 <= first <= last <= {MAX_STEP}")
-_FLAG = _rule(lambda v: isinstance(v, bool), "must be true or false")
-_TOLERANCE = _rule(lambda v: v is None or finite_number(v) and v >= 0,
+_WINDOW = rule(_step_range, f"must be [first, last] steps with 0 <= first <= last <= {MAX_STEP}")
+_FLAG = rule(lambda v: isinstance(v, bool), "must be true or false")
+_TOLERANCE = rule(lambda v: v is None or finite_number(v) and v >= 0,
                    "must be a finite number >= 0")
 
 
@@ -220,17 +212,17 @@ class PolicyFields(BaseModel):
     reduce: Annotated[str, _one_of(REDUCTIONS)] = "mean"
     window: Annotated[list[int], _WINDOW] = list(DEFAULT_WINDOW)
     direction: Annotated[str, _one_of(DIRECTIONS)] = "both"
-    k: Annotated[float, _rule(lambda v: finite_number(v) and v > 0,
+    k: Annotated[float, rule(lambda v: finite_number(v) and v > 0,
                               "must be a finite number > 0 (sigmas)")] = 1.0
     atol: Annotated[float | None, _TOLERANCE] = None
     rtol: Annotated[float | None, _TOLERANCE] = None
     compare: Annotated[bool, _FLAG] = True
     compare_by: Annotated[str, _one_of(COMPARE_BY)] = "auto"
     finite: Annotated[bool, _FLAG] = False
-    bounds: Annotated[list[float | None], _rule(
+    bounds: Annotated[list[float | None], rule(
         _bounds, "must be [low, high] finite numbers (null for open)")] = [None, None]
     enabled: Annotated[bool, _FLAG] = True
-    confirm_nights: Annotated[int, _rule(
+    confirm_nights: Annotated[int, rule(
         lambda v: type(v) is int and 1 <= v <= MAX_CONFIRM_NIGHTS,
         f"must be an integer within [1, {MAX_CONFIRM_NIGHTS}] (nights)")] = 1
 
@@ -293,7 +285,7 @@ class ChecksSection(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     baseline: Path | None = None
     window: Annotated[tuple[int, int], _WINDOW] = DEFAULT_WINDOW
-    min_steps: Annotated[int | None, _rule(
+    min_steps: Annotated[int | None, rule(
         lambda v: v is None or type(v) is int and 1 <= v <= MAX_STEP,
         f"must be an integer within [1, {MAX_STEP}]")] = None
     defaults: Annotated[bool, _FLAG] = True

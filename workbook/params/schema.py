@@ -10,6 +10,8 @@ Anything else verl accepts goes into ``overrides:`` as raw Hydra ``key=value`` s
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import annotated_types
@@ -38,6 +40,31 @@ SubmissionMode = Literal["K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMo
 MAX_COUNT = 2**31 - 1  # counts and sizes go to verl as int32-sized config values
 # A run directory is <runs root>/<name>/<id>: the name is one plain path component.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+# KubeRay: a RayJob name is a DNS-1035 label of at most 47 characters (its RayCluster's name, at
+# most 53, is the job's plus a suffix): ValidateRayJobMetadata in ray-operator. A job is named
+# <prefix>-<the run id's last RAYJOB_SUFFIX characters>, so no name is ever reused.
+MAX_RAYJOB_NAME, RAYJOB_SUFFIX = 47, 6
+_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def rayjob_name_problem(name: str) -> str | None:
+    """Why KubeRay would refuse ``name`` for a RayJob (None when it would not)."""
+    if len(name) > MAX_RAYJOB_NAME:
+        return f"is {len(name)} characters long; KubeRay allows at most {MAX_RAYJOB_NAME}"
+    if not _DNS_1035.match(name):
+        return ("is not a DNS-1035 label: lowercase letters, digits and '-', starting with a "
+                "letter and ending with a letter or digit")
+    return None
+
+
+def rule(ok: Callable[[Any], bool], text: str) -> BeforeValidator:
+    """A field's check and its message (``text, got <the value>``) when ``ok(value)`` is false
+    (the ``checks:`` section's and a baseline file's fields)."""
+    def check(value: Any) -> Any:
+        if not ok(value):
+            raise ValueError(f"{text}, got {short(value)}")
+        return value
+    return BeforeValidator(check)
 
 
 def _env_scalar(value: Any) -> Any:
@@ -121,9 +148,9 @@ class KubeRaySettings(_Strict):
     """
 
     image: str | None = Field(default=None, min_length=1)
-    # the RayJob's name before "-" and the run id's last six characters: a DNS-1035 label of at
-    # most 47 characters in all, as KubeRay checks it (launch/kuberay/manifest.py)
-    name: str | None = Field(default=None, min_length=1, max_length=40, pattern=r"^[a-z][-a-z0-9]*$")
+    # the RayJob's name before "-" and the run id's end: with them, a name KubeRay accepts
+    name: str | None = Field(default=None, min_length=1, pattern=r"^[a-z][-a-z0-9]*$",
+                             max_length=MAX_RAYJOB_NAME - 1 - RAYJOB_SUFFIX)
     namespace: str = Field(default="default", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
                            max_length=63)
     cpu: CpuRequest = 8

@@ -58,6 +58,7 @@ from typing import Any
 from workbook.command.plan import Plan
 from workbook.core.serialization import dump_yaml
 from workbook.errors import InputError
+from workbook.params.schema import MAX_RAYJOB_NAME, RAYJOB_SUFFIX, rayjob_name_problem
 
 DEVICE_RESOURCES = {"npu": "huawei.com/ascend-1980", "cuda": "nvidia.com/gpu", "cpu": None}
 # The other Ascend device plugin's name (MindCluster's ascend-device-plugin), for the docs.
@@ -88,11 +89,6 @@ PRIVATE_ENV = frozenset({"RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS"}
 POD_HOME = "${HOME}"  # expanded in the pods, never here
 POD_TMP = PurePosixPath("/tmp")  # a folder every pod has
 FILE_LOGGER = "VERL_FILE_LOGGER_PATH"
-# KubeRay: a RayJob name is a DNS-1035 label of at most 47 characters (its RayCluster's name,
-# at most 53, is the job's plus a suffix): ValidateRayJobMetadata in ray-operator.
-MAX_RAYJOB_NAME = 47
-DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-SUFFIX_LENGTH = 6  # the run id's last characters, appended to every name: never reused
 SUBMITTER_CONTAINER = "ray-job-submitter"  # KubeRay's own name for it
 # KubeRay's default submitter resources (GetDefaultSubmitterContainer)
 SUBMITTER_RESOURCES = {"requests": {"cpu": "500m", "memory": "200Mi"},
@@ -126,26 +122,16 @@ def k8s_name(text: str) -> str:
     return name
 
 
-def name_problem(name: str) -> str | None:
-    """Why KubeRay would refuse ``name`` for a RayJob (None when it would not)."""
-    if len(name) > MAX_RAYJOB_NAME:
-        return f"is {len(name)} characters long; KubeRay allows at most {MAX_RAYJOB_NAME}"
-    if not DNS_1035.match(name):
-        return ("is not a DNS-1035 label: lowercase letters, digits and '-', starting with a "
-                "letter and ending with a letter or digit")
-    return None
-
-
 def rayjob_name(prefix: str, suffix: str, *, exact: bool = False) -> str:
     """``<prefix>-<suffix>``, a name KubeRay accepts and no earlier run used.
 
     A scenario name is shortened and made DNS-1035 (a leading digit gets ``wb-``); a name the
     user gave (``exact``) is checked as it is and refused (InputError) when KubeRay would.
     """
-    tail = f"-{suffix[-SUFFIX_LENGTH:].lower()}"
+    tail = f"-{suffix[-RAYJOB_SUFFIX:].lower()}"
     if exact:
         name = f"{prefix}{tail}"
-        problem = name_problem(name)
+        problem = rayjob_name_problem(name)
         if problem:
             raise InputError(f"kuberay.name (--name) {prefix[:60]!r}: the RayJob name {name[:70]!r} {problem} "
                              f"(the name gets '{tail}' so it is never reused: give at most "
@@ -156,7 +142,7 @@ def rayjob_name(prefix: str, suffix: str, *, exact: bool = False) -> str:
         base = f"wb-{base}"
     base = base[: MAX_RAYJOB_NAME - len(tail)].rstrip("-")
     name = f"{base}{tail}"
-    assert name_problem(name) is None, name
+    assert rayjob_name_problem(name) is None, name
     return name
 
 
@@ -361,7 +347,7 @@ def rayjob_manifest(
         2
     """
     cfg = _settings(device, nodes, devices_per_node, settings)
-    if name_problem(name):
+    if rayjob_name_problem(name):
         name = k8s_name(name)
         name = (name if name[0].isalpha() else f"wb-{name}")[:MAX_RAYJOB_NAME].rstrip("-")
     cluster = _cluster_spec(cfg, nodes=nodes, devices_per_node=devices_per_node, device=device)
