@@ -73,14 +73,8 @@ def _kubectl(args: list[str], *, stdin: str | None = None, timeout_s: float = 30
         )
     what = " ".join(args[:3])
     try:
-        done = subprocess.run(
-            [kubectl, *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-        )
+        done = subprocess.run([kubectl, *args], input=stdin, capture_output=True, text=True,
+                              timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
         raise _Failed(f"`kubectl {what}` did not answer within {timeout_s:g} s", True) from None
     if done.returncode != 0:
