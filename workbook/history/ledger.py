@@ -524,14 +524,19 @@ def _append(path: Path, entries: Sequence[Entry]) -> None:
                               "in its run directory")
         if info.st_size and os.pread(fd, 1, info.st_size - 1) != b"\n":
             payload = b"\n" + payload
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
+        _write_synced(fd, payload)
     finally:
         os.close(fd)
     if created:
         sync_folder(Path(path).parent)
+
+
+def _write_synced(fd: int, payload: bytes) -> None:
+    """All of ``payload`` written to ``fd`` (one write may take only part of it), fsync'd."""
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fsync(fd)
 
 
 def _quarantine(path: Path) -> Path | None:
@@ -550,10 +555,7 @@ def _quarantine(path: Path) -> Path | None:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return None
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
+            _write_synced(fd, payload)
         finally:
             os.close(fd)
         write_atomic(path, b"".join(lines.good).decode("utf-8"), sync=True)
