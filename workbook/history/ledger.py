@@ -52,8 +52,8 @@ from workbook.core.layout import (
     SWEEP_FILE,
     SWEEPS_DIR,
     TREE_MAX_BYTES,
-    is_run_dir,
     read_json_object,
+    walk_runs,
     write_atomic,
 )
 from workbook.core.redaction import dump_json
@@ -377,26 +377,12 @@ def merge(ledgers: Mapping[tuple[str, str], Sequence[Entry]], runs_root: Path) -
     return added
 
 
-def run_dirs(runs_root: Path) -> Iterator[Path]:
-    """Every run directory under ``runs_root`` (the root itself may be one), sweeps' aside: no
-    hidden folder, no link, nothing inside a run directory."""
-    root = Path(runs_root)
-    if is_run_dir(root):
-        yield root
-        return
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        try:
-            children = sorted(p for p in folder.iterdir() if not p.name.startswith(".")
-                              and p.is_dir() and not p.is_symlink())
-        except OSError:
-            continue
-        for child in children:
-            if is_run_dir(child):
-                yield child
-            elif not (child / SWEEP_FILE).is_file() and not (child / BISECT_FILE).is_file():
-                stack.append(child)
+def run_dirs(runs_root: Path) -> list[Path]:
+    """Every run directory under ``runs_root`` (see :func:`~workbook.core.layout.walk_runs`),
+    sweeps' and bisects' aside."""
+    runs, _ = walk_runs(runs_root, lambda folder: not (folder / SWEEP_FILE).is_file()
+                        and not (folder / BISECT_FILE).is_file())
+    return runs
 
 
 def dump(entries: Sequence[Entry]) -> str:
