@@ -95,7 +95,6 @@ class Entry:
     host: str | None = None
     hardware_key: dict[str, Any] | None = None
     settings: dict[str, Any] = field(default_factory=dict)
-    settings_digest: str = ""
     baseline: dict[str, str | None] = field(default_factory=dict)  # path, sha256
     headline: dict[str, float | None] = field(default_factory=dict)
     # each compared metric's baseline-row status (pass, fail, suspect, ...): a noisy metric's
@@ -188,7 +187,6 @@ def entry_of(run_dir: Path, runs_root: Path, *, verdict: str | None = None,
         host=str(run["host"]) if run.get("host") else None,
         hardware_key=key,
         settings=settings,
-        settings_digest=_digest(settings),
         baseline=_baseline(run, checks, recorded=not judged_now),
         headline=_headline(checks),
         comparisons=_comparisons(checks),
@@ -433,7 +431,7 @@ def _parse(data: bytes) -> _Lines:
     return _Lines(entries, good, bad)
 
 
-_TEXTS = ("scenario", "hardware", "run_id", "path", "date", "verdict", "night", "settings_digest")
+_TEXTS = ("scenario", "hardware", "run_id", "path", "date", "verdict", "night")
 _MAPS = ("versions", "commits", "settings", "baseline", "headline", "comparisons")
 _MAYBE_MAPS = ("image", "hardware_key", "tuning", "env", "conditions")
 
@@ -731,11 +729,6 @@ def _relative(path: Path, runs_root: Path) -> str:
         return resolved.relative_to(root).as_posix()
     except ValueError:
         return resolved.as_posix()
-
-
-def _digest(settings: Mapping[str, Any]) -> str:
-    text = json.dumps(settings, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _safe(name: str) -> str:
