@@ -133,38 +133,32 @@ def unlike_runs(runs_conditions: Sequence[Mapping[str, Any] | None],
         return Unlike(OTHER_CPU, second, first, (
             f"{first} ran on {one} and {second} on {other}: bless runs from one kind of "
             "machine"))
-    steals = _ends([_number(c, "steal_cores") for c in runs_conditions], names)
-    if steals:
-        (low, calm), (high, stolen) = steals
-        if high - low > STEAL_MARGIN_CORES:
-            return Unlike(STOLEN, stolen, calm, (
-                f"the hypervisor took {high:.2f} cores from the machine during {stolen}, "
-                f"{low:.2f} during {calm}: bless runs measured alike, on a quiet host"))
-    others = _ends([_number(c, "others_cores") for c in runs_conditions], names)
-    if others:
-        (low, quiet), (high, busy) = others
-        if high - low > BUSY_MARGIN_CORES:
-            return Unlike(BUSIER, busy, quiet, (
-                f"the machine was busier during {busy} (other processes used {high:.2f} "
-                f"cores) than during {quiet} ({low:.2f}): bless runs measured alike, on an "
-                "idle machine"))
-    calibrations = _ends([v if (v := _calibration(c)) and v > 0 else None
-                          for c in runs_conditions], names)
-    if calibrations:
-        (fast, quick), (slow, sluggish) = calibrations
-        if slow > fast * CALIBRATION_MARGIN:
-            return Unlike(SLOWER, sluggish, quick, (
-                f"the CPU was {slow / fast:.2f}x slower during {sluggish} than during {quick} "
-                "(the calibration workload): bless runs from one kind of machine"))
+    (low, calm), (high, stolen) = _ends([_number(c, "steal_cores") for c in runs_conditions], names)
+    if high - low > STEAL_MARGIN_CORES:
+        return Unlike(STOLEN, stolen, calm, (
+            f"the hypervisor took {high:.2f} cores from the machine during {stolen}, "
+            f"{low:.2f} during {calm}: bless runs measured alike, on a quiet host"))
+    (low, quiet), (high, busy) = _ends([_number(c, "others_cores") for c in runs_conditions], names)
+    if high - low > BUSY_MARGIN_CORES:
+        return Unlike(BUSIER, busy, quiet, (
+            f"the machine was busier during {busy} (other processes used {high:.2f} "
+            f"cores) than during {quiet} ({low:.2f}): bless runs measured alike, on an "
+            "idle machine"))
+    (fast, quick), (slow, sluggish) = _ends([v if (v := _calibration(c)) and v > 0 else None
+                                             for c in runs_conditions], names)
+    if slow > fast * CALIBRATION_MARGIN:
+        return Unlike(SLOWER, sluggish, quick, (
+            f"the CPU was {slow / fast:.2f}x slower during {sluggish} than during {quick} "
+            "(the calibration workload): bless runs from one kind of machine"))
     return None
 
 
 def _ends(values: Sequence[float | None], names: Sequence[str]
-          ) -> tuple[tuple[float, str], tuple[float, str]] | None:
+          ) -> tuple[tuple[float, str], tuple[float, str]]:
     """The lowest and the highest of the runs' ``values``, each with its run's name (runs
-    without one left out); None unless two runs have one."""
+    without one left out); no spread at all, two zeros, unless two runs have one."""
     found = [(v, n) for v, n in zip(values, names, strict=True) if v is not None]
-    return (min(found), max(found)) if len(found) >= 2 else None
+    return (min(found), max(found)) if len(found) >= 2 else ((0.0, ""), (0.0, ""))
 
 
 def timing_comparable(run: Mapping[str, Any] | None,
