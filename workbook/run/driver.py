@@ -42,10 +42,6 @@ class RunResult:
     errors: list[str]
 
 
-def notebook_for(launcher: str) -> Path:
-    return project_notebook(run_notebook(launcher))
-
-
 def execute_run(params: Path, sets: list[str], rd: RunDir, *, runs_root: Path,
                 launcher: str = "local", notebook: Path | None = None, echo: bool = True
                 ) -> RunResult:
@@ -56,7 +52,7 @@ def execute_run(params: Path, sets: list[str], rd: RunDir, *, runs_root: Path,
     from workbook.run.notebook import execute
 
     t0 = time.monotonic()
-    notebook = notebook or notebook_for(launcher)
+    notebook = notebook or project_notebook(run_notebook(launcher))
     parameters = {"scenario": str(params), "overrides": list(sets), "run_dir": str(rd.path),
                   "run_root": str(runs_root)}
     os.environ[DRIVEN] = "1"  # the kernel inherits it: this process prints the progress
