@@ -91,7 +91,9 @@ def plan(only: list[str] | None, repeats: int, unchanged: int, *, generates: boo
     return runs, skipped
 
 
-def run(label: str, sets: list[str], runs: Path, scenario: Path) -> dict[str, Any]:
+def workbook_run(scenario: Path, sets: list[str], runs: Path) -> tuple[int, Path | None, float]:
+    """One ``workbook run`` of ``scenario`` with ``-s sets``: its exit code, its run directory
+    (None if it made none) and the seconds it took."""
     argv = [sys.executable, "-m", "workbook", "run", str(scenario), "--runs", str(runs), "--quiet"]
     for item in sets:
         argv += ["-s", item]
@@ -99,13 +101,17 @@ def run(label: str, sets: list[str], runs: Path, scenario: Path) -> dict[str, An
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     lines = done.stdout.strip().splitlines()
     run_dir = Path(lines[-1]) if lines and Path(lines[-1]).is_dir() else None
+    return done.returncode, run_dir, round(time.monotonic() - t0, 1)
+
+
+def run(label: str, sets: list[str], runs: Path, scenario: Path) -> dict[str, Any]:
+    code, run_dir, seconds = workbook_run(scenario, sets, runs)
     checks = read_json(run_dir / "checks.json") if run_dir else {}
     info = read_json(run_dir / "run.json") if run_dir else {}
     failing = [r["name"] for r in checks.get("rows", []) if r.get("status") in ("fail", "error")]
-    return {"label": label, "exit": done.returncode, "run_dir": str(run_dir),
+    return {"label": label, "exit": code, "run_dir": str(run_dir),
             "verdict": (checks.get("verdict") or {}).get("status", "none"),
-            "failing": failing, "seconds": round(time.monotonic() - t0, 1),
-            "conditions": info.get("conditions") or {}}
+            "failing": failing, "seconds": seconds, "conditions": info.get("conditions") or {}}
 
 
 def read_json(path: Path) -> dict[str, Any]:

@@ -25,9 +25,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
+
+from detection import read_json, workbook_run  # benchmarks/detection.py: one `workbook run`
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "params" / "gspo-tiny-1n1cpu-fsdp2-vllm.yaml"
@@ -38,14 +39,8 @@ BUSY = "while True: pass"
 
 
 def one_run(label: str, sets: list[str], runs: Path) -> dict[str, Any]:
-    argv = [sys.executable, "-m", "workbook", "run", str(SCENARIO), "--runs", str(runs), "--quiet"]
-    for item in sets:
-        argv += ["-s", item]
-    t0 = time.monotonic()
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    lines = done.stdout.strip().splitlines()
-    run_dir = Path(lines[-1]) if lines and Path(lines[-1]).is_dir() else None
-    info = json.loads((run_dir / "run.json").read_text()) if run_dir else {}
+    code, run_dir, seconds = workbook_run(SCENARIO, sets, runs)
+    info = read_json(run_dir / "run.json") if run_dir else {}
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()
             ] if run_dir and (run_dir / "metrics.jsonl").is_file() else []
     means = {}
@@ -53,7 +48,7 @@ def one_run(label: str, sets: list[str], runs: Path) -> dict[str, Any]:
         values = [r["data"][name] for r in rows
                   if WINDOW[0] <= r.get("step", 0) <= WINDOW[1] and name in r.get("data", {})]
         means[name] = statistics.fmean(values) if values else None
-    return {"label": label, "exit": done.returncode, "seconds": round(time.monotonic() - t0, 1),
+    return {"label": label, "exit": code, "seconds": seconds,
             "run_dir": str(run_dir), "verdict": (info.get("verdict") or {}).get("status"),
             "conditions": info.get("conditions") or {}, "means": means}
 

@@ -81,19 +81,20 @@ def test_rerun_runs_every_item_whatever_it_recorded(tmp_path: Path, scenario: Pa
     assert fake.keys == ["a"] and saved(batch)["a"]["status"] == "passed"
 
 
-OLD_RECORDS = [
-    # a point of a sweep.json written before the engine: exit_code was its process's status
-    ({"key": "k", "values": {"x": "1"}, "status": "passed", "run_dir": "/r", "exit_code": 0,
-      "reason": "all 5 checks passed", "duration_s": 12.5, "report": "/r/report.html"},
+RECORDS = [
+    # a sweep point: the exit code is the verdict's, whatever the file says
+    ({"key": "k", "values": {"x": "1"}, "status": "passed", "run_dir": "/r", "runs": ["/r"],
+      "exit_code": 0, "reason": "all 5 checks passed", "duration_s": 12.5,
+      "report": "/r/report.html"},
      {"status": "passed", "exit_code": 0, "runs": ["/r"], "report": "/r/report.html",
       "duration_s": 12.5, "reason": "all 5 checks passed"}),
-    ({"key": "k", "status": "failed", "run_dir": "/r", "exit_code": 1},
+    ({"key": "k", "status": "failed", "run_dir": "/r", "runs": ["/r"], "exit_code": 1},
      {"status": "failed", "exit_code": 3, "runs": ["/r"]}),
-    ({"key": "k", "status": "stopped", "run_dir": "/r", "exit_code": -2},
+    ({"key": "k", "status": "stopped", "run_dir": "/r", "runs": ["/r"], "exit_code": -2},
      {"status": "stopped", "exit_code": 3, "runs": ["/r"]}),
-    ({"key": "k", "status": "running", "run_dir": "/r", "exit_code": None},
+    ({"key": "k", "status": "running", "run_dir": "/r", "runs": ["/r"], "exit_code": None},
      {"status": "pending", "exit_code": None, "runs": ["/r"]}),
-    # a suite.json entry: the same fields as now
+    # a suite entry
     ({"key": "k", "line": "a.yaml", "scenario": "a", "status": "regressed", "exit_code": 1,
       "reason": "1 failed", "run_dir": "/r2", "runs": ["/r1", "/r2"]},
      {"status": "regressed", "exit_code": 1, "runs": ["/r1", "/r2"], "scenario": "a"}),
@@ -101,13 +102,14 @@ OLD_RECORDS = [
 ]
 
 
-@pytest.mark.parametrize("old, expected", OLD_RECORDS)
-def test_a_record_written_by_the_old_code_is_read(old: object, expected: dict) -> None:
-    record = resumed(old, "k", "npu", {"values": {"x": "1"}})
+@pytest.mark.parametrize("saved, expected", RECORDS)
+def test_a_saved_record_is_taken_over_with_its_verdicts_exit_code(saved: object,
+                                                                  expected: dict) -> None:
+    record = resumed(saved, "k", "npu", {"values": {"x": "1"}})
     assert {k: getattr(record, k) for k in expected} == expected
 
 
-def test_a_record_written_by_the_old_sweep_resumes_with_the_verdicts_exit_code(
+def test_a_sweep_file_resumes_with_the_verdicts_exit_code_not_the_saved_one(
         tmp_path: Path, scenario: Path) -> None:
     from workbook.batch.sweep import plan_sweep
 
@@ -115,9 +117,9 @@ def test_a_record_written_by_the_old_sweep_resumes_with_the_verdicts_exit_code(
     folder.mkdir()
     (folder / "sweep.json").write_text(json.dumps({"params": str(scenario), "points": [
         {"key": "01-seed1", "values": {"seed": "1"}, "status": "regressed", "run_dir": "/r1",
-         "exit_code": 1, "reason": "", "duration_s": 3.0, "report": None},
+         "runs": ["/r1"], "exit_code": 1, "reason": "", "duration_s": 3.0, "report": None},
         {"key": "02-seed2", "values": {"seed": "2"}, "status": "failed", "run_dir": "/r2",
-         "exit_code": 0, "reason": "", "duration_s": None, "report": None}]}))
+         "runs": ["/r2"], "exit_code": 0, "reason": "", "duration_s": None, "report": None}]}))
 
     sweep = plan_sweep(scenario, ["seed=1,2"], [], replay_rollouts=False, runs_root=tmp_path,
                        directory=folder)

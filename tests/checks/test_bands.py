@@ -86,7 +86,6 @@ def scenario(tmp_path: Path, metrics: str) -> Path:
 @pytest.mark.parametrize("metrics, field", [
     ("{actor/pg_clipfrac: {atol: 1.0}}", "checks.metrics.actor/pg_clipfrac"),
     ("{perf/throughput: {rtol: 1.0}}", "checks.metrics.perf/throughput"),
-    ("{actor/pg_clipfrac: {bounds: [0, 1]}}", "checks.metrics.actor/pg_clipfrac.bounds"),
     ("{actor/pg_clipfrac: {k: 40}}", "checks.metrics.actor/pg_clipfrac"),
 ])
 def test_validation_refuses_a_check_that_can_never_fail(tmp_path: Path, metrics: str,

@@ -37,7 +37,7 @@ def test_every_problem_is_reported_with_its_field_path(tmp_path: Path) -> None:
         "colour": "red",
         "metrics": {
             "timing_s/step": {"rtol": -1, "reduce": "average", "direction": "up"},
-            "perf/throughput": {"bounds": [2, 1], "window": [1], "speed": 3},
+            "perf/throughput": {"window": [1], "speed": 3},
             "actor/pg_loss": "finite",
         },
         "expressions": ['data.__class__ > 1', {"name": "n", "expr": 'open("f") > 0'}, 42,
@@ -50,8 +50,7 @@ def test_every_problem_is_reported_with_its_field_path(tmp_path: Path) -> None:
     assert paths == [
         "checks.colour", "checks.baseline", "checks.window", "checks.min_steps",
         "checks.metrics.timing_s/step.rtol", "checks.metrics.timing_s/step.reduce",
-        "checks.metrics.timing_s/step.direction", "checks.metrics.perf/throughput.bounds",
-        "checks.metrics.perf/throughput.window", "checks.metrics.perf/throughput.speed",
+        "checks.metrics.timing_s/step.direction", "checks.metrics.perf/throughput.window", "checks.metrics.perf/throughput.speed",
         "checks.metrics.actor/pg_loss", "checks.expressions[0]", "checks.expressions[1]",
         "checks.expressions[2]", "checks.expressions[4]",
     ]
@@ -66,7 +65,7 @@ def test_overrides_merge_field_by_field_over_the_defaults(tmp_path: Path) -> Non
         "timing_s/step": {"rtol": 0.2},
         "perf/throughput": False,
         "actor/entropy": {"reduce": "median", "atol": 0.1, "window": [3, 4]},
-        "actor/grad_norm": {"finite": True},
+        "actor/grad_norm": {"confirm_nights": 2},
     }}
 
     spec, problems = parse_checks(section, params_dir=tmp_path)
@@ -80,7 +79,7 @@ def test_overrides_merge_field_by_field_over_the_defaults(tmp_path: Path) -> Non
     assert (entropy.reduce, entropy.window, entropy.compare, entropy.explicit) == (
         "median", (3, 4), True, True)
     grad = spec.policy("actor/grad_norm")
-    assert grad.finite and grad.compare and not grad.scenario_tolerance
+    assert grad.confirm_nights == 2 and grad.compare and not grad.scenario_tolerance
 
 
 def test_a_scenario_tolerance_replaces_the_default_one(tmp_path: Path) -> None:

@@ -13,9 +13,9 @@ import pytest
 from tests.checks.handmade import evidence_of, steady
 from workbook.checks.baseline import Baseline, BaselineMetric
 from workbook.checks.junit import verdict_suite, write_junit
-from workbook.checks.rows import CheckRow, StepBand
+from workbook.checks.rows import STATUSES, CheckRow, StepBand
 from workbook.checks.spec import CheckSpec
-from workbook.checks.verdict import COUNTED, exit_code_of, judge_checks, refresh_hint
+from workbook.checks.verdict import exit_code_of, judge_checks, refresh_hint
 from workbook.cli import terminal
 from workbook.core.status import FINISHED_VERDICTS, SHOWN, VERDICTS, Verdict
 
@@ -261,7 +261,7 @@ def test_every_verdict_word_has_its_exit_code(word: str | None, code: int) -> No
 def test_improved_is_a_finished_verdict_shown_and_counted_apart_from_passes() -> None:
     assert Verdict.IMPROVED == "improved"
     assert "improved" in VERDICTS and "improved" in FINISHED_VERDICTS and "improved" in SHOWN
-    assert COUNTED[:2] == ("pass", "improved")
+    assert STATUSES[:2] == ("pass", "improved")
 
 
 # --- JUnit and the terminal -------------------------------------------------------------------

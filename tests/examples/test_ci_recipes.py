@@ -61,17 +61,22 @@ def _is_workflow(data: Any) -> bool:
     return isinstance(data, dict) and "jobs" in data and bool(_triggers(data) or "on" in data)
 
 
-def _run_blocks(data: Any) -> Iterator[str]:
-    """Every ``run:`` value anywhere in a workflow (or a snippet of one)."""
+def _values(data: Any, name: str) -> Iterator[str]:
+    """Every text value of the key ``name`` anywhere in a workflow (or a snippet of one)."""
     if isinstance(data, dict):
         for key, value in data.items():
-            if key == "run" and isinstance(value, str):
+            if key == name and isinstance(value, str):
                 yield value
             else:
-                yield from _run_blocks(value)
+                yield from _values(value, name)
     elif isinstance(data, list):
         for item in data:
-            yield from _run_blocks(item)
+            yield from _values(item, name)
+
+
+def _run_blocks(data: Any) -> Iterator[str]:
+    """Every ``run:`` value anywhere in a workflow (or a snippet of one)."""
+    return _values(data, "run")
 
 
 def _commands() -> list[Any]:
@@ -187,16 +192,6 @@ def _jobs_table() -> list[dict[str, Any]]:
     return table
 
 
-def _uses(data: Any) -> Iterator[str]:
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if key == "uses" and isinstance(value, str):
-                yield value
-            else:
-                yield from _uses(value)
-    elif isinstance(data, list):
-        for item in data:
-            yield from _uses(item)
 
 
 def _actionlint(path: Path) -> subprocess.CompletedProcess[str]:
@@ -224,7 +219,7 @@ def test_actionlint_flags_a_workflow_with_a_mistake(path: Path, tmp_path: Path) 
 
 @pytest.mark.parametrize("path", _workflows(), ids=_rel)
 def test_every_action_is_at_its_current_major(path: Path) -> None:
-    for ref in _uses(_load(path)):
+    for ref in _values(_load(path), "uses"):
         action, _, version = ref.partition("@")
         assert action in CURRENT_MAJORS, f"{ref}: not an action these recipes are checked against"
         assert version == CURRENT_MAJORS[action], f"{ref}: the current major is {CURRENT_MAJORS[action]}"
@@ -294,8 +289,8 @@ def test_pages_deploy_from_a_job_without_a_container_after_every_night_job() -> 
     store, pages = jobs["store"], jobs["pages"]
     assert "container" not in store and set(store["needs"]) == {"nightly", "ray"}
     assert "container" not in pages and pages["needs"] == "store"
-    assert any(str(u).startswith("actions/deploy-pages@") for u in _uses(pages))
-    assert not any(str(u).startswith("actions/upload-pages-artifact@") for u in _uses(jobs["nightly"]))
+    assert any(str(u).startswith("actions/deploy-pages@") for u in _values(pages, "uses"))
+    assert not any(str(u).startswith("actions/upload-pages-artifact@") for u in _values(jobs["nightly"], "uses"))
 
 
 def _step_index(steps: list[dict[str, Any]], predicate: Any) -> int:

@@ -87,14 +87,10 @@ def test_line_log_skips_replayed_lines_and_reconciles_the_rest(tmp_path: Path) -
 
 
 def test_job_env_keeps_plan_env_drops_secrets_and_lets_verl_override() -> None:
-    env = job_runtime_env(
-        {"A": "1", "RAY_AUTH_TOKEN": "secret", "RAY_ADDRESS": "x"},
-        py_modules=["/m"],
-        extra={"env_vars": {"B": "2"}, "pip": ["x"]},
-    )
-    assert env["env_vars"] == {"B": "2", "A": "1", "RAY_OVERRIDE_JOB_RUNTIME_ENV": "1"}
+    env = job_runtime_env({"A": "1", "RAY_AUTH_TOKEN": "secret", "RAY_ADDRESS": "x"},
+                          py_modules=["/m"])
+    assert env["env_vars"] == {"A": "1", "RAY_OVERRIDE_JOB_RUNTIME_ENV": "1"}
     assert env["py_modules"] == ["/m"]
-    assert env["pip"] == ["x"]
 
 
 def test_resource_check_names_what_is_missing() -> None:

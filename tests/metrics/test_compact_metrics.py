@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 import tracemalloc
 
 import pytest
 
 from workbook.metrics import RunMetrics
+from workbook.metrics.jsonl import read_jsonl
 from workbook.metrics.model import pack
 
 
@@ -69,9 +71,9 @@ def test_names_series_has_records_and_round_trip() -> None:
     assert run.step_numbers == [1, 2] and run.last_step == 2 and len(run) == 2
     records = list(run.records())
     assert records == [{"step": 1, "data": {"a": 1.0}}, {"step": 2, "data": {"a": None, "b": 2.0}}]
-    again = RunMetrics.from_records(records, "x")
+    again = read_jsonl((json.dumps(r) for r in records), "x")
     assert again.steps[1] == {"a": 1.0} and math.isnan(again.steps[2]["a"])
-    assert again.sources[2]["b"] == "x" and again != run and run == run
+    assert again.sources[2]["b"] == "x:2" and again != run and run == run
     assert "2 steps" in repr(run)
 
 

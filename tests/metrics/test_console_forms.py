@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from workbook.metrics.console import ConsoleParser, iter_steps, read_console
+from workbook.metrics.console import ConsoleParser, read_console
 from workbook.metrics.rows import parse_value
 
 ESC = "\x1b"
@@ -249,8 +249,9 @@ def test_old_names_become_canonical_with_unit_conversion() -> None:
     assert run.original_names["perf/mfu/actor"] == "mfu/actor"
 
 
-def test_iter_steps_yields_rows_in_order_with_physical_line_numbers() -> None:
-    rows = list(iter_steps(["noise", "step:1 - a:1", "", "step:2 - a:2"]))
+def test_the_parser_yields_rows_in_order_with_physical_line_numbers() -> None:
+    parser = ConsoleParser()
+    rows = parser.feed_lines(["noise", "step:1 - a:1", "", "step:2 - a:2"]) + parser.finish()
     assert [(r.step, r.line) for r in rows] == [(1, 2), (2, 4)]
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from workbook.errors import MetricsError
-from workbook.metrics import RunMetrics, load_metrics
+from workbook.metrics import load_metrics
 from workbook.metrics.jsonl import read_jsonl
 
 
@@ -74,7 +74,7 @@ def test_records_round_trip_with_nan_as_null() -> None:
     )
     records = list(run.records())
     assert records == [{"step": 1, "data": {"b": 0.25}}, {"step": 2, "data": {"a": None, "b": 0.5}}]
-    again = RunMetrics.from_records(json.loads(json.dumps(r)) for r in records)
+    again = read_jsonl(json.dumps(r) for r in records)
     assert again.steps[1] == run.steps[1] and math.isnan(again.steps[2]["a"])
 
 

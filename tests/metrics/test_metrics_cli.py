@@ -14,7 +14,8 @@ import pytest
 from workbook.cli import diagnose as diagnose_cli
 from workbook.cli import metrics as metrics_cli
 from workbook.errors import MetricsError
-from workbook.metrics import RunMetrics, load_metrics
+from workbook.metrics import load_metrics
+from workbook.metrics.jsonl import read_jsonl
 
 LOGS = Path(__file__).resolve().parents[1] / "data" / "verl_logs"
 PPO = LOGS / "02_ppo-2node-ansi-resume-from-ckpt.log"
@@ -40,7 +41,7 @@ def test_jsonl_format_is_the_file_loggers_with_nan_as_null(
     assert [r["step"] for r in records] == [0, 1, 2, 3]
     assert records[3]["data"]["actor/pg_loss"] is None
     assert records[1]["data"]["critic/vf_loss"] == 1.9340452780015767
-    again = RunMetrics.from_records(records)
+    again = read_jsonl(out.splitlines())
     assert again.steps[1] == load_metrics(JSONL).steps[1]
 
 

@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from report_fixtures import write_run
 
-from workbook.checks.verdict import COUNTED
+from workbook.checks.rows import STATUSES
 from workbook.cli import main
 from workbook.core import redaction
 from workbook.core.layout import RUN_FILES, SITE_LOCK
@@ -407,7 +407,7 @@ def test_index_links_are_percent_encoded_and_open_their_report(tmp_path, name):
 def _judged_like_the_pipeline(run: Path) -> None:
     """Give the hand-made verdict the shape ``Verdict.summary`` writes (exit code, counts)."""
     checks = json.loads((run / "checks.json").read_text())
-    counts = {s: sum(r["status"] == s for r in checks["rows"]) for s in COUNTED}
+    counts = {s: sum(r["status"] == s for r in checks["rows"]) for s in STATUSES}
     verdict = {**checks["verdict"], "exit_code": 0 if counts["fail"] == 0 else 1, "counts": counts}
     checks["verdict"] = verdict
     (run / "checks.json").write_text(json.dumps(checks, indent=2, sort_keys=True))

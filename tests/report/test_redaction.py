@@ -17,11 +17,12 @@ from workbook.core.redaction import (
     REDACTED,
     LineRedactor,
     is_secret_name,
+    redact_file,
     redact_mapping,
     redact_text,
 )
 from workbook.report.index import write_index
-from workbook.report.publish import publish, redacted_copy
+from workbook.report.publish import publish
 from workbook.report.render import render_report
 from workbook.run.notebook import execute
 from workbook.run.steps import plan_for
@@ -242,7 +243,7 @@ def test_a_published_log_drops_a_private_key_block(tmp_path):
         + "".join(f"(pid=7) {line}" for line in PRIVATE_KEY.splitlines(keepends=True))
         + "step:2 ok\n"
     )
-    redacted_copy(source, target)
+    redact_file(source, target)  # as publish copies it: by the file's form
     assert target.read_text() == f"step:1 ok\n(pid=7) {REDACTED}\nstep:2 ok\n"
 
 

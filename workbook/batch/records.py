@@ -19,8 +19,7 @@ plus what the batch adds of its own: a suite entry's ``line``, a sweep point's `
 
 Resuming keeps what finished (a verdict of :data:`~workbook.core.status.FINISHED_VERDICTS`); a
 stopped item runs again, and so does one still ``running`` in the file, whose workbook died.
-Files written before the batch engine are read too: a sweep point's ``exit_code`` was the exit
-status of its ``workbook run`` process, so every code is taken again from the verdict word.
+Every exit code is taken again from the verdict word, never from the file.
 """
 
 from __future__ import annotations
@@ -109,15 +108,14 @@ class Record:
 
 def resumed(data: Any, key: str, scenario: str, about: dict[str, Any]) -> Record:
     """The record of ``key`` as a batch that runs again takes it over from ``data`` (a record
-    read from the file, of this or the older format; anything unreadable starts afresh)."""
+    read from the file; anything unreadable starts afresh)."""
     record = Record(key, scenario, about=dict(about))
     if not isinstance(data, dict):
         return record
     status = str(data.get("status") or PENDING)
     run_dir = data.get("run_dir")
     runs = data.get("runs")
-    record.runs = ([str(r) for r in runs] if isinstance(runs, list)
-                   else [str(run_dir)] if run_dir else [])
+    record.runs = [str(r) for r in runs] if isinstance(runs, list) else []
     record.run_dir = str(run_dir) if run_dir else None
     record.scenario = str(data.get("scenario") or scenario)
     retries = data.get("retries")

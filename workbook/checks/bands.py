@@ -216,10 +216,6 @@ def band_problems(spec: CheckSpec, baseline: Baseline | None) -> list[tuple[str,
     problems = []
     for policy in spec.policies():
         where = f"checks.metrics.{policy.metric}"
-        if policy.bounds and not bounds_can_fail(policy.metric, policy.bounds):
-            lo, hi = domain(policy.metric)
-            problems.append((f"{where}.bounds", f"{list(policy.bounds)} admits every value "
-                             f"{policy.metric} can take ([{lo:g}, {hi:g}]): it can never fail"))
         entry = baseline.metrics.get(policy.metric) if baseline is not None else None
         if entry is None or entry.value is None or not compares(policy, baseline):
             continue
@@ -238,13 +234,6 @@ def can_fail(metric: str, band: Band) -> bool:
     below = band.lower is not None and band.lower > low
     above = band.upper is not None and band.upper < high
     return below or above
-
-
-def bounds_can_fail(metric: str, bounds: tuple[float | None, float | None]) -> bool:
-    """The same for fixed bounds ``[lo, hi]`` (``None`` open)."""
-    low, high = domain(metric)
-    lo, hi = bounds
-    return (lo is not None and lo > low) or (hi is not None and hi < high)
 
 
 def _tolerance_text(policy: MetricPolicy) -> str:

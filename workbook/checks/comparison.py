@@ -16,8 +16,7 @@ nothing:
   other algorithmic settings (for every metric), or every step of the window replayed its
   rollout (for generation time).
 
-Whatever cannot be computed is an ``error`` row that says why, never a pass. The scenario's
-explicit ``finite``/``bounds`` policies add their own rows for any metric.
+Whatever cannot be computed is an ``error`` row that says why, never a pass.
 """
 
 from __future__ import annotations
@@ -47,18 +46,10 @@ class _Where(TypedDict):
 
 
 def policy_rows(evidence: Evidence, spec: CheckSpec, baseline: Baseline | None) -> list[CheckRow]:
-    """Rows of every policy in effect: the scenario's own finite/bounds, then comparisons."""
-    rows: list[CheckRow] = []
+    """A baseline row for every policy in effect that compares."""
     unlike = _setting_differences(evidence, baseline)
-    for policy in spec.policies():
-        logged = evidence.metrics.has(policy.metric)
-        if policy.finite and (logged or policy.explicit):
-            rows.append(finite_policy_row(evidence, policy))
-        if policy.bounds and (logged or policy.explicit):
-            rows.append(bounds_row(evidence, policy))
-        if compares(policy, baseline):
-            rows.append(baseline_row(evidence, policy, baseline, unlike))
-    return rows
+    return [baseline_row(evidence, policy, baseline, unlike) for policy in spec.policies()
+            if compares(policy, baseline)]
 
 
 def baseline_row(evidence: Evidence, policy: MetricPolicy, baseline: Baseline | None,
@@ -292,36 +283,6 @@ def expected_bands(policy: MetricPolicy, entry: BaselineMetric
     return reference, band, steps
 
 
-def finite_policy_row(evidence: Evidence, policy: MetricPolicy) -> CheckRow:
-    name = f"{policy.metric} finite"
-    series = evidence.metrics.series(policy.metric)
-    if not series:
-        return error_row(name, "finite", f"{policy.metric} was not logged", metric=policy.metric)
-    bad = [s for s, v in series.items() if not math.isfinite(v)]
-    return CheckRow(
-        name=name, kind="finite", status="fail" if bad else "pass",
-        value=series[bad[0]] if bad else None, expected="finite at every step",
-        metric=policy.metric, steps=bad or list(series),
-        message=f"not finite at step(s) {steps_text(bad)}" if bad else "")
-
-
-def bounds_row(evidence: Evidence, policy: MetricPolicy) -> CheckRow:
-    lo, hi = policy.bounds or (None, None)
-    name = f"{policy.metric} within [{_bound(lo)}, {_bound(hi, 'inf')}]"
-    series = evidence.metrics.series(policy.metric)
-    if not series:
-        return error_row(name, "bounds", f"{policy.metric} was not logged", metric=policy.metric)
-    outside = [s for s, v in series.items()
-               if math.isnan(v) or (lo is not None and v < lo) or (hi is not None and v > hi)]
-    value = series[outside[0]] if outside else max(series.values())
-    return CheckRow(
-        name=name, kind="bounds", status="fail" if outside else "pass", value=value,
-        expected=f"[{_bound(lo)}, {_bound(hi, 'inf')}] at every step", metric=policy.metric,
-        lower=lo, upper=hi, steps=list(series),
-        message=(f"outside at step(s) {steps_text(outside)} (e.g. {value:.6g} at step "
-                 f"{outside[0]})") if outside else "")
-
-
 def _replay_note(replayed: set[int]) -> str:
     return f"; replayed steps {steps_text(sorted(replayed))} left out" if replayed else ""
 
@@ -331,7 +292,3 @@ def _machine(key: dict[str, Any] | None) -> str:
         return "unrecorded hardware"
     count = f"{key.get('count')} x " if key.get("count") else ""
     return f"{key.get('profile')}: {count}{key.get('device')}"
-
-
-def _bound(value: float | None, open_end: str = "-inf") -> str:
-    return open_end if value is None else f"{value:g}"

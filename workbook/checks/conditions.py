@@ -127,32 +127,32 @@ def unlike_runs(runs_conditions: Sequence[Mapping[str, Any] | None],
         return Unlike(OTHER_CPU, second, first, (
             f"{first} ran on {one} and {second} on {other}: bless runs from one kind of "
             "machine"))
-    steals = [(v, n) for c, n in zip(runs_conditions, names, strict=True)
-              if (v := _number(c, "steal_cores")) is not None]
-    if len(steals) >= 2:
-        (low, calm), (high, stolen) = min(steals), max(steals)
-        if high - low > STEAL_MARGIN_CORES:
-            return Unlike(STOLEN, stolen, calm, (
-                f"the hypervisor took {high:.2f} cores from the machine during {stolen}, "
-                f"{low:.2f} during {calm}: bless runs measured alike, on a quiet host"))
-    others = [(v, n) for c, n in zip(runs_conditions, names, strict=True)
-              if (v := _number(c, "others_cores")) is not None]
-    if len(others) >= 2:
-        (low, quiet), (high, busy) = min(others), max(others)
-        if high - low > BUSY_MARGIN_CORES:
-            return Unlike(BUSIER, busy, quiet, (
-                f"the machine was busier during {busy} (other processes used {high:.2f} "
-                f"cores) than during {quiet} ({low:.2f}): bless runs measured alike, on an "
-                "idle machine"))
-    calibrations = [(v, n) for c, n in zip(runs_conditions, names, strict=True)
-                    if (v := _calibration(c)) is not None and v > 0]
-    if len(calibrations) >= 2:
-        (fast, quick), (slow, sluggish) = min(calibrations), max(calibrations)
-        if slow > fast * CALIBRATION_MARGIN:
-            return Unlike(SLOWER, sluggish, quick, (
-                f"the CPU was {slow / fast:.2f}x slower during {sluggish} than during {quick} "
-                "(the calibration workload): bless runs from one kind of machine"))
+    (low, calm), (high, stolen) = _ends([_number(c, "steal_cores") for c in runs_conditions], names)
+    if high - low > STEAL_MARGIN_CORES:
+        return Unlike(STOLEN, stolen, calm, (
+            f"the hypervisor took {high:.2f} cores from the machine during {stolen}, "
+            f"{low:.2f} during {calm}: bless runs measured alike, on a quiet host"))
+    (low, quiet), (high, busy) = _ends([_number(c, "others_cores") for c in runs_conditions], names)
+    if high - low > BUSY_MARGIN_CORES:
+        return Unlike(BUSIER, busy, quiet, (
+            f"the machine was busier during {busy} (other processes used {high:.2f} "
+            f"cores) than during {quiet} ({low:.2f}): bless runs measured alike, on an "
+            "idle machine"))
+    (fast, quick), (slow, sluggish) = _ends([v if (v := _calibration(c)) and v > 0 else None
+                                             for c in runs_conditions], names)
+    if slow > fast * CALIBRATION_MARGIN:
+        return Unlike(SLOWER, sluggish, quick, (
+            f"the CPU was {slow / fast:.2f}x slower during {sluggish} than during {quick} "
+            "(the calibration workload): bless runs from one kind of machine"))
     return None
+
+
+def _ends(values: Sequence[float | None], names: Sequence[str]
+          ) -> tuple[tuple[float, str], tuple[float, str]]:
+    """The lowest and the highest of the runs' ``values``, each with its run's name (runs
+    without one left out); no spread at all, two zeros, unless two runs have one."""
+    found = [(v, n) for v, n in zip(values, names, strict=True) if v is not None]
+    return (min(found), max(found)) if len(found) >= 2 else ((0.0, ""), (0.0, ""))
 
 
 def timing_comparable(run: Mapping[str, Any] | None,

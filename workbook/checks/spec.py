@@ -25,10 +25,9 @@ higher_is_worse|lower_is_worse), ``k`` (band half-width in sigmas of a blessed b
 (against the baseline; default true), ``compare_by`` (auto|window|steps: judge the window
 statistic, or each step of the window against its own band; ``auto``, the default, does the
 latter where the blessed runs agree step by step, see :func:`workbook.checks.bands.basis`;
-``steps`` needs a mean or median reduction), ``finite`` (every step finite), ``bounds`` ([lo,
-hi], null for open; every step), ``enabled``, ``confirm_nights`` (1..30, default 1: a baseline
-comparison that fails is ``suspect`` until it has failed that many nights in a row of the
-scenario on its hardware, see :mod:`workbook.checks.confirmation`).
+``steps`` needs a mean or median reduction), ``enabled``, ``confirm_nights`` (1..30, default
+1: a baseline comparison that fails is ``suspect`` until it has failed that many nights in a row
+of the scenario on its hardware, see :mod:`workbook.checks.confirmation`).
 
 Every run also gets the health checks of :mod:`workbook.checks.health` (completed, steps
 reached, losses finite, clip fractions within [0, 1]), whatever this section says. How a
@@ -105,8 +104,6 @@ class MetricPolicy:
     rtol: float | None = None
     compare: bool = True
     compare_by: str = "auto"        # auto | window | steps (see workbook.checks.bands.basis)
-    finite: bool = False
-    bounds: tuple[float | None, float | None] | None = None
     explicit: bool = False  # named by the scenario, so a missing metric is an error, not a skip
     scenario_tolerance: bool = False  # atol/rtol/k come from the scenario (it may widen a band)
     # nights in a row a baseline comparison must fail before the run regresses (1: at once;
@@ -152,10 +149,7 @@ class CheckSpec:
         if not merged.pop("enabled", True):
             return None
         window = merged.pop("window", None) or self.window
-        bounds = merged.pop("bounds", None)
-        return MetricPolicy(metric=metric, window=(window[0], window[1]),
-                            bounds=(bounds[0], bounds[1]) if bounds else None,
-                            explicit=override is not None,
+        return MetricPolicy(metric=metric, window=(window[0], window[1]), explicit=override is not None,
                             scenario_tolerance=scenario_tolerance, **merged)
 
     def policies(self) -> list[MetricPolicy]:
@@ -192,12 +186,6 @@ def _step_range(value: Any) -> bool:
             and all(type(v) is int for v in value) and 0 <= value[0] <= value[1] <= MAX_STEP)
 
 
-def _bounds(value: Any) -> bool:
-    return (isinstance(value, (list, tuple)) and len(value) == 2
-            and all(v is None or finite_number(v) for v in value)
-            and (None in value or value[0] <= value[1]))
-
-
 _WINDOW = rule(_step_range, f"must be [first, last] steps with 0 <= first <= last <= {MAX_STEP}")
 _FLAG = rule(lambda v: isinstance(v, bool), "must be true or false")
 _TOLERANCE = rule(lambda v: v is None or finite_number(v) and v >= 0,
@@ -218,9 +206,6 @@ class PolicyFields(BaseModel):
     rtol: Annotated[float | None, _TOLERANCE] = None
     compare: Annotated[bool, _FLAG] = True
     compare_by: Annotated[str, _one_of(COMPARE_BY)] = "auto"
-    finite: Annotated[bool, _FLAG] = False
-    bounds: Annotated[list[float | None], rule(
-        _bounds, "must be [low, high] finite numbers (null for open)")] = [None, None]
     enabled: Annotated[bool, _FLAG] = True
     confirm_nights: Annotated[int, rule(
         lambda v: type(v) is int and 1 <= v <= MAX_CONFIRM_NIGHTS,

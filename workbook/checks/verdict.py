@@ -39,10 +39,10 @@ from workbook.checks.confirmation import Previous, confirm
 from workbook.checks.evidence import Evidence
 from workbook.checks.expression import EvaluationError, Expression
 from workbook.checks.health import divergence, health_rows, required_step
-from workbook.checks.rows import BAD, ERROR, FAIL, IMPROVED, PASS, SUSPECT, CheckRow, error_row
+from workbook.checks.rows import BAD, IMPROVED, STATUSES, SUSPECT, CheckRow, error_row
 from workbook.checks.spec import CheckSpec
 from workbook.core.layout import write_json
-from workbook.core.status import FINISHED_VERDICTS, RunStatus
+from workbook.core.status import RunStatus
 from workbook.core.status import Verdict as Word
 from workbook.errors import EXIT_PASSED, EXIT_REGRESSED, EXIT_RUN_FAILED
 
@@ -50,9 +50,6 @@ VERDICTS = {Word.PASSED.value: EXIT_PASSED, Word.IMPROVED.value: EXIT_PASSED,
             Word.SUSPECT.value: EXIT_PASSED,
             Word.REGRESSED.value: EXIT_REGRESSED, Word.FAILED.value: EXIT_RUN_FAILED,
             Word.STOPPED.value: EXIT_RUN_FAILED}
-# Verdicts a suite or sweep keeps when it resumes; a stopped run is run again.
-FINISHED = FINISHED_VERDICTS
-COUNTED = (PASS, IMPROVED, SUSPECT, FAIL, ERROR, "not_measured", "not_comparable")
 
 
 def exit_code_of(status: str | None) -> int:
@@ -91,7 +88,7 @@ class RunVerdict:
     def summary(self) -> dict[str, Any]:
         """``{"status", "reason", "exit_code", "counts"}``: what run.json and an index need."""
         return {"status": self.status, "reason": self.reason, "exit_code": self.exit_code,
-                "counts": {s: self.count(s) for s in COUNTED}}
+                "counts": {s: self.count(s) for s in STATUSES}}
 
     def to_dict(self) -> dict[str, Any]:
         """checks.json: the summary under ``verdict``, then context and every row."""

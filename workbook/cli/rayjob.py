@@ -16,8 +16,7 @@ from pathlib import Path
 from workbook.cli.scenario import run
 from workbook.core.layout import new_run_id
 from workbook.core.project import find_scenario
-from workbook.launch.kuberay import kubectl
-from workbook.launch.kuberay.launcher import NAME, KubeRayLauncher, show_status
+from workbook.launch.kuberay.launcher import NAME, KubeRayLauncher
 from workbook.launch.kuberay.manifest import manifest_yaml
 from workbook.launch.kuberay.pods import pod_plan
 from workbook.scenario import load_scenario
@@ -63,9 +62,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "follow it, judge its log and exit with the verdict",
     )
     parser.add_argument(
-        "--no-follow", action="store_true", help="with --apply: return once submitted"
-    )
-    parser.add_argument(
         "--runs", type=Path, default=None, help="runs root (default $WORKBOOK_RUNS or ./runs)"
     )
     # the manifest as kubectl takes it; what --apply prints is redacted
@@ -79,13 +75,9 @@ def run_rayjob(args: argparse.Namespace) -> int:
                              variables=KubeRayLauncher.variables())
     run_id = new_run_id()
     launcher = KubeRayLauncher.for_scenario(scenario, run_id)
-    if args.apply and not args.no_follow:
+    if args.apply:
         args.sets = [*args.sets, f"launcher={NAME}"]
         return run(args)  # as `workbook run PARAMS -s launcher=kuberay`
-    manifest = launcher.manifest(pod_plan(scenario, run_id), scenario.timeout_s)
-    if not args.apply:
-        sys.stdout.write(manifest_yaml(manifest))
-        return 0
-    kubectl.apply(manifest, follow=False, on_status=show_status(launcher.name))
-    print(f"rayjob/{launcher.name} submitted in namespace {manifest['metadata']['namespace']}")
+    sys.stdout.write(manifest_yaml(launcher.manifest(pod_plan(scenario, run_id),
+                                                     scenario.timeout_s)))
     return 0

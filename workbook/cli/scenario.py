@@ -82,9 +82,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                        epilog="example: workbook run params/gspo-tiny-1n1cpu-fsdp2-vllm.yaml -s clip_ratio_high=6e-4")
     add_scenario_args(r)
     r.add_argument("--runs", type=Path, default=None, help="runs root (default $WORKBOOK_RUNS or ./runs)")
-    r.add_argument("--notebook", type=Path, default=None,
-                   help="notebook to execute (default: notebooks/gspo.ipynb, or ppo_multinode "
-                   "for launcher: ray)")
     r.add_argument("--quiet", action="store_true", help="do not stream the run's log to the terminal")
     r.add_argument("--run-dir", type=Path, default=None,
                    help="run into this (new or empty) directory instead of <runs>/<scenario>/<id>")
@@ -169,7 +166,7 @@ def launch(args: argparse.Namespace, params: Path, s: Scenario,
     print(f"run directory: {rd.path}", flush=True)
     result = (execute or driver.execute_run)(
         params, list(args.sets), rd, runs_root=root, launcher=s.launcher,
-        notebook=getattr(args, "notebook", None), echo=not getattr(args, "quiet", False))
+        echo=not getattr(args, "quiet", False))
     terminal.closing_errors(result.errors, rd.path)
     return result
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,7 +38,7 @@ __all__ = ["ALIGNMENTS_DIR", "ALIGNMENT_FILE", "ALIGNMENT_PAGE", "BISECTS_DIR", 
            "proposals_of", "COMPARISON_FILE", "COMPARISON_NOTEBOOK",
            "COMPARISON_PAGE", "ERROR_LOG", "INDEX", "RAYJOB_FILE", "ROLLOUTS_DIR", "RUN_FILES", "RUN_MARKERS",
            "PRUNED_FILE", "RunDir", "SEEDED_FILE", "SITE_LOCK", "STOP_FILE", "SUITES_DIR", "SUITE_FILE", "SUMMARY_CACHE", "SWEEPS_DIR",
-           "SWEEP_FILE", "TREND_CACHE", "default_root", "is_run_dir", "lane_cluster_file",
+           "SWEEP_FILE", "TREND_CACHE", "default_root", "is_run_dir", "walk_runs", "lane_cluster_file",
            "new_run_id", "now_iso", "read_json_object", "run_dir_of", "RunRef", "write_atomic", "write_json", "write_redacted"]  # fmt: skip
 
 RUN_FILES = {
@@ -245,6 +246,35 @@ RUN_MARKERS = (RUN_FILES["run"], RUN_FILES["log"])
 
 def is_run_dir(path: Path) -> bool:
     return any((Path(path) / name).exists() for name in RUN_MARKERS)
+
+
+def walk_runs(runs_root: Path, enter: Callable[[Path], bool] = lambda folder: True
+              ) -> tuple[list[Path], list[Path]]:
+    """Every run directory under ``runs_root`` at any depth (the root itself may be one), and
+    the other folders walked on the way. Hidden folders, a folder ``enter`` refuses and a run
+    directory's own subfolders (rollout dumps, Ray outputs) are not searched, and no link to a
+    folder is followed (a loop, or a link to ``/``, would make the walk endless; one out of the
+    tree would list runs that are not in it)."""
+    root = Path(runs_root)
+    if is_run_dir(root):
+        return [root], []
+    runs: list[Path] = []
+    folders: list[Path] = []
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        folders.append(folder)
+        try:
+            children = sorted(p for p in folder.iterdir()
+                              if not p.name.startswith(".") and p.is_dir() and not p.is_symlink())
+        except OSError:
+            continue
+        for child in children:
+            if is_run_dir(child):
+                runs.append(child)
+            elif enter(child):
+                stack.append(child)
+    return runs, folders
 
 
 def file_signature(path: Path) -> list[int] | None:

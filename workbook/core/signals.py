@@ -17,10 +17,9 @@ STOPPING = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextmanager
-def stopping_on_signals(on_stop: Callable[[str], None], *, enabled: bool = True
-                        ) -> Iterator[None]:
+def stopping_on_signals(on_stop: Callable[[str], None]) -> Iterator[None]:
     """Call ``on_stop(name)`` (``"SIGINT"``, ``"SIGTERM"``) for each such signal in the block."""
-    if not enabled or threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
 

@@ -74,9 +74,6 @@ class Shown(StatusWord):
 
 # A process that has not ended: a run in one of these is still someone's, or was abandoned.
 ACTIVE = (RunStatus.PREPARED.value, RunStatus.RUNNING.value)
-# How a launcher's process can end.
-ENDED = (RunStatus.SUCCEEDED.value, RunStatus.FAILED.value, RunStatus.STOPPED.value,
-         RunStatus.TIMEOUT.value)
 # Ended without training to its end, by its own fault or a deadline (not the user's stop).
 FAILED_STATUSES = (RunStatus.FAILED.value, RunStatus.TIMEOUT.value)
 # Statuses that say nothing about how a process ended (a log from elsewhere has no process).

@@ -52,8 +52,8 @@ from workbook.core.layout import (
     SWEEP_FILE,
     SWEEPS_DIR,
     TREE_MAX_BYTES,
-    is_run_dir,
     read_json_object,
+    walk_runs,
     write_atomic,
 )
 from workbook.core.redaction import dump_json
@@ -95,7 +95,6 @@ class Entry:
     host: str | None = None
     hardware_key: dict[str, Any] | None = None
     settings: dict[str, Any] = field(default_factory=dict)
-    settings_digest: str = ""
     baseline: dict[str, str | None] = field(default_factory=dict)  # path, sha256
     headline: dict[str, float | None] = field(default_factory=dict)
     # each compared metric's baseline-row status (pass, fail, suspect, ...): a noisy metric's
@@ -188,7 +187,6 @@ def entry_of(run_dir: Path, runs_root: Path, *, verdict: str | None = None,
         host=str(run["host"]) if run.get("host") else None,
         hardware_key=key,
         settings=settings,
-        settings_digest=_digest(settings),
         baseline=_baseline(run, checks, recorded=not judged_now),
         headline=_headline(checks),
         comparisons=_comparisons(checks),
@@ -377,26 +375,12 @@ def merge(ledgers: Mapping[tuple[str, str], Sequence[Entry]], runs_root: Path) -
     return added
 
 
-def run_dirs(runs_root: Path) -> Iterator[Path]:
-    """Every run directory under ``runs_root`` (the root itself may be one), sweeps' aside: no
-    hidden folder, no link, nothing inside a run directory."""
-    root = Path(runs_root)
-    if is_run_dir(root):
-        yield root
-        return
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        try:
-            children = sorted(p for p in folder.iterdir() if not p.name.startswith(".")
-                              and p.is_dir() and not p.is_symlink())
-        except OSError:
-            continue
-        for child in children:
-            if is_run_dir(child):
-                yield child
-            elif not (child / SWEEP_FILE).is_file() and not (child / BISECT_FILE).is_file():
-                stack.append(child)
+def run_dirs(runs_root: Path) -> list[Path]:
+    """Every run directory under ``runs_root`` (see :func:`~workbook.core.layout.walk_runs`),
+    sweeps' and bisects' aside."""
+    runs, _ = walk_runs(runs_root, lambda folder: not (folder / SWEEP_FILE).is_file()
+                        and not (folder / BISECT_FILE).is_file())
+    return runs
 
 
 def dump(entries: Sequence[Entry]) -> str:
@@ -447,7 +431,7 @@ def _parse(data: bytes) -> _Lines:
     return _Lines(entries, good, bad)
 
 
-_TEXTS = ("scenario", "hardware", "run_id", "path", "date", "verdict", "night", "settings_digest")
+_TEXTS = ("scenario", "hardware", "run_id", "path", "date", "verdict", "night")
 _MAPS = ("versions", "commits", "settings", "baseline", "headline", "comparisons")
 _MAYBE_MAPS = ("image", "hardware_key", "tuning", "env", "conditions")
 
@@ -524,14 +508,19 @@ def _append(path: Path, entries: Sequence[Entry]) -> None:
                               "in its run directory")
         if info.st_size and os.pread(fd, 1, info.st_size - 1) != b"\n":
             payload = b"\n" + payload
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
+        _write_synced(fd, payload)
     finally:
         os.close(fd)
     if created:
         sync_folder(Path(path).parent)
+
+
+def _write_synced(fd: int, payload: bytes) -> None:
+    """All of ``payload`` written to ``fd`` (one write may take only part of it), fsync'd."""
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fsync(fd)
 
 
 def _quarantine(path: Path) -> Path | None:
@@ -550,10 +539,7 @@ def _quarantine(path: Path) -> Path | None:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return None
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
+            _write_synced(fd, payload)
         finally:
             os.close(fd)
         write_atomic(path, b"".join(lines.good).decode("utf-8"), sync=True)
@@ -743,11 +729,6 @@ def _relative(path: Path, runs_root: Path) -> str:
         return resolved.relative_to(root).as_posix()
     except ValueError:
         return resolved.as_posix()
-
-
-def _digest(settings: Mapping[str, Any]) -> str:
-    text = json.dumps(settings, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _safe(name: str) -> str:

@@ -80,11 +80,5 @@ class Launcher(Protocol):
         conditions (asked once :meth:`run` has returned)."""
         return True
 
-    def run(
-        self,
-        plan: Plan,
-        run_dir: RunDir,
-        *,
-        on_line: LineSink | None = None,
-        timeout_s: float | None = None,
-    ) -> Outcome: ...
+    def run(self, plan: Plan, run_dir: RunDir, *, on_line: LineSink | None = None,
+            timeout_s: float | None = None) -> Outcome: ...

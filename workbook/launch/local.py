@@ -86,14 +86,8 @@ class LocalLauncher(Launcher):
                      ) -> LocalLauncher:
         return cls()
 
-    def run(
-        self,
-        plan: Plan,
-        run_dir: RunDir,
-        *,
-        on_line: LineSink | None = None,
-        timeout_s: float | None = None,
-    ) -> Outcome:
+    def run(self, plan: Plan, run_dir: RunDir, *, on_line: LineSink | None = None,
+            timeout_s: float | None = None) -> Outcome:
         """Run the plan; a run whose own Ray never came up is started again, once.
 
         Ray waits a fixed 30 s for its raylet to register when ``ray.init`` starts a local

@@ -66,19 +66,14 @@ TQ_CONTROLLER = "TransferQueueController"
 ClientFactory = Callable[[str, "str | None"], ray_client.JobsClient]
 
 
-def job_runtime_env(
-    env: Mapping[str, str],
-    *,
-    py_modules: list[str] | None = None,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The job's runtime env: the plan's env vars (minus private ones), modules to ship, extras."""
+def job_runtime_env(env: Mapping[str, str], *, py_modules: list[str] | None = None
+                    ) -> dict[str, Any]:
+    """The job's runtime env: the plan's env vars (minus private ones) and the modules to ship."""
     env_vars = {k: str(v) for k, v in env.items() if k not in PRIVATE_ENV}
     env_vars["RAY_OVERRIDE_JOB_RUNTIME_ENV"] = "1"
-    runtime_env: dict[str, Any] = dict(extra or {})
-    runtime_env["env_vars"] = {**dict(runtime_env.get("env_vars") or {}), **env_vars}
+    runtime_env: dict[str, Any] = {"env_vars": env_vars}
     if py_modules:
-        runtime_env["py_modules"] = [*runtime_env.get("py_modules", []), *py_modules]
+        runtime_env["py_modules"] = py_modules
     return runtime_env
 
 
@@ -163,6 +158,10 @@ class RayJobLauncher(Launcher):
         >>> outcome = launcher.run(plan, run_dir, on_line=print, timeout_s=1800)  # doctest: +SKIP
     """
 
+    connect_timeout_s = 5.0
+    stop_timeout_s = 60.0
+    probe_timeout_s = 600.0
+
     def __init__(
         self,
         address: str | None,
@@ -170,27 +169,19 @@ class RayJobLauncher(Launcher):
         nodes: int,
         devices_per_node: int,
         device_resource: str = "GPU",
-        runtime_env_extra: dict[str, Any] | None = None,
         ship_workbook: bool | None = None,
         client_factory: ClientFactory | None = None,
-        connect_timeout_s: float = 5.0,
         poll_s: float = 1.0,
-        stop_timeout_s: float = 60.0,
         verl_checkout: str | None = None,
-        probe_timeout_s: float = 600.0,
     ) -> None:
         self.address = address
         self.nodes = nodes
         self.devices_per_node = devices_per_node
         self.device_resource = device_resource
-        self.runtime_env_extra = runtime_env_extra
         self.ship_workbook = ship_workbook
         self.client_factory = client_factory
-        self.connect_timeout_s = connect_timeout_s
         self.poll_s = poll_s
-        self.stop_timeout_s = stop_timeout_s
         self.verl_checkout = verl_checkout
-        self.probe_timeout_s = probe_timeout_s
         self._nodes_here = False  # until the cluster's nodes are seen to be this machine's
 
     @classmethod
@@ -248,14 +239,8 @@ class RayJobLauncher(Launcher):
             "local": bool(alive) and all(n.ip in local for n in alive),
         }
 
-    def run(
-        self,
-        plan: Plan,
-        run_dir: RunDir,
-        *,
-        on_line: LineSink | None = None,
-        timeout_s: float | None = None,
-    ) -> Outcome:
+    def run(self, plan: Plan, run_dir: RunDir, *, on_line: LineSink | None = None,
+            timeout_s: float | None = None) -> Outcome:
         started, t0 = now_iso(), time.monotonic()
         client = self.connect(plan.env)
         pre = self._preflight(client)
@@ -266,8 +251,7 @@ class RayJobLauncher(Launcher):
         if self.verl_checkout:  # the commit on every node, whatever their file systems hold
             env = without_checkout(plan.env, self.verl_checkout)
             modules.append(str(Path(self.verl_checkout) / "verl"))
-        runtime_env = job_runtime_env(env, py_modules=modules or None,
-                                      extra=self.runtime_env_extra)
+        runtime_env = job_runtime_env(env, py_modules=modules or None)
         if self.verl_checkout:
             self._check_imported(client, plan.argv[0], runtime_env, run_dir)
         job_id = client.submit(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 from operator import itemgetter
@@ -307,14 +307,6 @@ def parse_validation_text(text: str) -> dict[str, float]:
             name, scale = canonical(key)
             out[name] = float(value) * scale
     return out
-
-
-def iter_steps(lines: Iterable[str], *, wraps: bool = True) -> Iterator[StepLine]:
-    """Every step row of a stream of physical lines, in order of appearance."""
-    parser = ConsoleParser(wraps=wraps)
-    for line in lines:
-        yield from parser.feed(line)
-    yield from parser.finish()
 
 
 def read_console(

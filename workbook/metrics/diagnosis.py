@@ -34,7 +34,6 @@ from workbook.metrics.log_facts import LogFacts, is_validation, positive_int, tr
 from workbook.metrics.model import RunMetrics
 from workbook.metrics.signals import Signal, SignalScanner
 
-STATUSES = tuple(d.value for d in Diagnosed)
 STOP_STATUSES = (RunStatus.STOPPED.value, RunStatus.TIMEOUT.value)
 NO_METRICS = "no_metrics"
 NO_METRICS_LABEL = "No metrics: no training step completed"
@@ -94,26 +93,6 @@ class Diagnoser:
         if not self.facts.feed(raw):  # a metrics row is progress, never an error
             self.scanner.feed(self.lineno, raw, self.facts.max_step)
 
-    @property
-    def signals(self) -> list[Signal]:
-        return self.scanner.signals
-
-    @property
-    def max_step(self) -> int | None:
-        return self.facts.max_step
-
-    @property
-    def training_row_seen(self) -> bool:
-        return self.facts.training_row_seen
-
-    @property
-    def replayed(self) -> set[int]:
-        return self.facts.replayed
-
-    @property
-    def expected_steps(self) -> int | None:
-        return self.facts.expected_steps
-
     def result(
         self,
         *,
@@ -126,11 +105,12 @@ class Diagnoser:
 
         ``expected_steps`` (the scenario's) wins over what the log states.
         """
-        found = self._result(exit_code, metrics, expected_steps or self.expected_steps, status)
-        if found.category in ("none", "unknown") and not trained(metrics, self.training_row_seen):
+        facts = self.facts
+        found = self._result(exit_code, metrics, expected_steps or facts.expected_steps, status)
+        if found.category in ("none", "unknown") and not trained(metrics, facts.training_row_seen):
             found = no_metrics(found.last_step, exit_code)
-        found.expected_steps = self.expected_steps
-        found.replayed_steps = sorted(self.replayed)
+        found.expected_steps = facts.expected_steps
+        found.replayed_steps = sorted(facts.replayed)
         if metrics is not None and metrics.origin is not None:
             found.metrics_source = metrics.origin.to_dict()
         return found
@@ -142,8 +122,9 @@ class Diagnoser:
         expected_steps: int | None,
         status: str | None,
     ) -> Diagnosis:
-        last_step = metrics.last_step if metrics is not None and len(metrics) else self.max_step
-        fatal = [s for s in self.signals if s.step_before == self.max_step]
+        logged = self.facts.max_step
+        last_step = metrics.last_step if metrics is not None and len(metrics) else logged
+        fatal = [s for s in self.scanner.signals if s.step_before == logged]
         if fatal and self._trained_on(last_step, expected_steps):
             fatal = []
         killed_by_signal = exit_code in KILL_EXIT_CODES
@@ -164,7 +145,7 @@ class Diagnoser:
             )
         failed = (exit_code is not None and exit_code != 0) or status == RunStatus.FAILED
         if fatal or failed:
-            candidates = fatal or self.signals
+            candidates = fatal or self.scanner.signals
             for kind in RANKS:
                 chosen = [s for s in candidates if s.kind == kind]
                 if chosen:
@@ -195,7 +176,7 @@ class Diagnoser:
         stop it."""
         return (last_step is not None and expected_steps is not None
                 and last_step >= expected_steps
-                and (self.max_step is None or last_step > self.max_step))
+                and (self.facts.max_step is None or last_step > self.facts.max_step))
 
     def _stopped(
         self, status: str | None, exit_code: int | None, fatal: list[Signal], last_step: int | None

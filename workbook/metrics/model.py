@@ -17,10 +17,10 @@ TensorBoard event files, and how many steps each held.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from struct import Struct
-from typing import TypeVar, cast
+from typing import TypeVar
 
 _DOUBLE = Struct("d")
 _packers: dict[int, Struct] = {}
@@ -376,16 +376,6 @@ class RunMetrics:
             row = self._rows[step]
             pairs = sorted(zip(row.layout.names, row.values(), strict=True))
             yield {"step": step, "data": {k: (v if math.isfinite(v) else None) for k, v in pairs}}
-
-    @classmethod
-    def from_records(cls, records: Iterable[dict[str, object]], source: str = "") -> RunMetrics:
-        """Inverse of :meth:`records` (``None`` becomes NaN)."""
-        run = cls()
-        for rec in records:
-            logged = cast("dict[str, float | None]", dict(rec["data"]))  # type: ignore[call-overload]
-            data = {str(k): math.nan if v is None else float(v) for k, v in logged.items()}
-            run.put_many(int(cast("int | str", rec["step"])), data, source)
-        return run
 
 
 def _same(old: float | None, new: float) -> bool:

@@ -37,7 +37,6 @@ class Reading:
 
     metrics: RunMetrics = field(default_factory=RunMetrics)  # shared: read it, never change it
     diagnoser: Diagnoser = field(default_factory=Diagnoser)
-    passes: int = 0  # how many times the log was read to make this (1, or 0 without one)
 
     def diagnose(self, *, exit_code: int | None = None, expected_steps: int | None = None,
                  status: str | None = None) -> Diagnosis:
@@ -75,7 +74,6 @@ def reading_of(path: Path) -> Reading:
         parts[JSONL] = read_metrics_file(files.jsonl)
     if files.log is not None:
         parts[CONSOLE] = _one_pass(files.log, reading.diagnoser)
-        reading.passes = 1
     if files.events:
         parts[TENSORBOARD], unread = read_events(files.events, path)
         notes += unread

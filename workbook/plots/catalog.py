@@ -15,7 +15,6 @@ from dataclasses import dataclass
 class Axis:
     metrics: tuple[str, ...]
     ylabel: str
-    logy: bool = False
 
 
 @dataclass(frozen=True)

@@ -339,15 +339,8 @@ def _cached_onsets(cache: Path, series: list[float | None], *, store: bool) -> l
     except (OSError, ValueError):
         pass
     found = onsets_of(series)
-    if not store:
-        return found
-    try:
-        cache.mkdir(exist_ok=True)
-        tmp = cache / f".{key}.{secrets.token_hex(4)}.tmp"
-        tmp.write_text(json.dumps(found), encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        pass  # a read-only runs root still gets its index
+    if store:
+        _keep(path, json.dumps(found).encode("utf-8"))
     return found
 
 
@@ -372,14 +365,19 @@ def _cached_chart(
     # drawn without the keyword when no series changed level: the chart as it was before onsets
     extra = {"onsets": levels} if levels else {}
     png = trend_chart(title, labels, series, units, first_out, marks or (), **extra)
+    _keep(path, png)
+    return png
+
+
+def _keep(path: Path, data: bytes) -> None:
+    """Put a chart or a series' onsets in the trend cache, through a temp file and a rename."""
     try:
-        cache.mkdir(exist_ok=True)
-        tmp = cache / f".{key}.{secrets.token_hex(4)}.tmp"
-        tmp.write_bytes(png)
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        tmp.write_bytes(data)
         tmp.replace(path)
     except OSError:
         pass  # a read-only runs root still gets its index
-    return png
 
 
 def _nightly(ledgers: dict[tuple[str, str], list[Entry]], runs_root: Path, base: Path,

@@ -14,7 +14,7 @@ from workbook.core.clock import date_text
 from workbook.core.layout import RUN_FILES, RunRef
 from workbook.core.status import RED
 from workbook.history.bisect_hint import BisectHint, hint_for
-from workbook.history.changes import changes_since
+from workbook.history.changes import Change, changes_since
 from workbook.history.ledger import Entry, entry_of, last_green, read_ledger
 from workbook.report.links import report_href
 from workbook.report.section import D, Section, kept_section
@@ -26,16 +26,6 @@ NO_PROVENANCE = "no provenance"
 
 
 @dataclass(frozen=True)
-class ChangeLine:
-    """One row of "What changed since": a fact, then and now."""
-
-    kind: str
-    name: str
-    old: str
-    new: str
-
-
-@dataclass(frozen=True)
 class LastGreen:
     """The last green night before a red one, and what changed since."""
 
@@ -44,7 +34,7 @@ class LastGreen:
     href: str | None  # its report, relative to this one's (None: not in this runs root)
     verl_commit: str
     workbook_commit: str
-    changes: tuple[ChangeLine, ...] = ()
+    changes: tuple[Change, ...] = ()  # the rows of "What changed since"
 
 
 @dataclass(frozen=True)
@@ -90,7 +80,7 @@ def _history(v: RunView) -> History:
     hint = hint_for(v.run, this, green) if this else None
     if this is None or green is None:
         return replace(shown, red=True, bisect=hint)
-    changes = tuple(ChangeLine(c.kind, c.name, c.old, c.new) for c in changes_since(green, this))
+    changes = tuple(changes_since(green, this))
     return replace(shown, red=True, bisect=hint, green=LastGreen(
         date=date_text(green.date) if green.date else "unknown", run_id=green.run_id,
         href=_report_link(v.path, root, green), verl_commit=green.commits.get("verl") or "unknown",

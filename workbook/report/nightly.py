@@ -17,6 +17,7 @@ from workbook.checks.baseline import Baseline, load_baseline
 from workbook.core.clock import date_text
 from workbook.core.layout import RUN_FILES
 from workbook.errors import WorkbookError
+from workbook.history.changes import Change
 from workbook.history.ledger import Entry, file_sha256
 from workbook.history.overview import BaselineState, Overview, overview
 from workbook.history.proposal_record import recorded_proposals
@@ -41,12 +42,6 @@ class NightLink:
 
 
 @dataclass(frozen=True)
-class ChangeLine:
-    kind: str
-    text: str
-
-
-@dataclass(frozen=True)
 class BaselineLine:
     """The baseline's state: ``current`` or ``stale`` (why), and what to do about it."""
 
@@ -67,7 +62,7 @@ class NightlyRow:
     verdict: str
     latest: NightLink
     red_since: NightLink | None
-    changes: tuple[ChangeLine, ...]
+    changes: tuple[Change, ...]  # the first SHOWN_CHANGES
     more_changes: int
     last_green: NightLink | None
     verl_commit: str
@@ -113,7 +108,7 @@ def _row(seen: Overview, runs_root: Path, link: Link) -> NightlyRow:
         scenario=seen.scenario, hardware=seen.hardware, verdict=seen.latest.verdict,
         latest=night(seen.latest),
         red_since=night(seen.red_since) if seen.red_since else None,
-        changes=tuple(ChangeLine(c.kind, c.text) for c in seen.changes[:SHOWN_CHANGES]),
+        changes=tuple(seen.changes[:SHOWN_CHANGES]),
         more_changes=max(len(seen.changes) - SHOWN_CHANGES, 0),
         last_green=night(green) if green else None,
         verl_commit=(green.commits.get("verl") if green else None) or "unknown",

@@ -10,10 +10,11 @@ from workbook.core.clock import date_text
 from workbook.core.layout import RunRef
 from workbook.core.status import RED, Verdict
 from workbook.core.values import finite, number_text
+from workbook.history.changes import Change
 from workbook.plots.compared import compared_band, compared_bands
 from workbook.plots.panels import build_panels, regression_panel
 from workbook.report.facts import hardware_text
-from workbook.report.last_green import ChangeLine, LastGreen, history
+from workbook.report.last_green import LastGreen, history
 from workbook.report.section import Facts, Figure, Section, kept_section
 from workbook.report.view import RunView, duration_text
 
@@ -53,7 +54,7 @@ class Banner:
     green: LastGreen | None = None
 
     @property
-    def shown_changes(self) -> tuple[ChangeLine, ...]:
+    def shown_changes(self) -> tuple[Change, ...]:
         return self.green.changes[:SHOWN_CHANGES] if self.green else ()
 
     @property

@@ -189,11 +189,6 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def redacted_copy(source: Path, target: Path) -> Path:
-    """Copy one file through redaction, atomically, never through a link (see ``publish``)."""
-    return _copy_redacted(Path(source), Path(target))
-
-
 def places(runs_root: Path, dest: Path) -> tuple[Path, Path]:
     """The resolved runs root and destination, refused when one holds the other."""
     if not runs_root.is_dir():

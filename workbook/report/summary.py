@@ -15,7 +15,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from workbook.core.layout import PRUNED_FILE, RUN_FILES, SUMMARY_CACHE, is_run_dir, write_atomic
+from workbook.core.layout import PRUNED_FILE, RUN_FILES, SUMMARY_CACHE, walk_runs, write_atomic
 from workbook.core.values import finite
 from workbook.metrics.model import RunMetrics
 from workbook.report.view import load_view
@@ -71,29 +71,8 @@ class RunTree:
 def scan(runs_root: Path) -> RunTree:
     """Walk ``runs_root`` once at any depth (``<scenario>/<run_id>``, the
     ``suites/<suite>/<night>/<entry>/<run_id>`` and ``sweeps/...`` trees, or a suite's own
-    ``--dir``); the root itself may be a run. A run directory's own subfolders (rollout dumps,
-    Ray outputs) are not searched, and no link to a folder is followed (a loop, or a link to
-    ``/``, would make the walk endless; one out of the tree would list runs that are not in it)."""
-    root = Path(runs_root)
-    if is_run_dir(root):
-        return RunTree([root], [])
-    runs: list[Path] = []
-    folders: list[Path] = []
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        folders.append(folder)
-        try:
-            children = sorted(p for p in folder.iterdir()
-                              if not p.name.startswith(".") and p.is_dir() and not p.is_symlink())
-        except OSError:
-            continue
-        for child in children:
-            if is_run_dir(child):
-                runs.append(child)
-            else:
-                stack.append(child)
-    return RunTree(runs, folders)
+    ``--dir``), as :func:`~workbook.core.layout.walk_runs` walks it."""
+    return RunTree(*walk_runs(runs_root))
 
 
 def summarize(run_dir: Path, *, cache_it: bool = True) -> RunSummary:

@@ -42,25 +42,21 @@ class RunResult:
     errors: list[str]
 
 
-def notebook_for(launcher: str) -> Path:
-    return project_notebook(run_notebook(launcher))
-
-
 def execute_run(params: Path, sets: list[str], rd: RunDir, *, runs_root: Path,
-                launcher: str = "local", notebook: Path | None = None, echo: bool = True,
-                on_stop: str = "stop") -> RunResult:
+                launcher: str = "local", notebook: Path | None = None, echo: bool = True
+                ) -> RunResult:
     """Run ``params`` (with ``sets``) into the directory ``rd``; never raises for the run's own
     failure. ``runs_root`` is the root whose index the run joins (a suite's or sweep's run
-    directory sits deeper). ``on_stop`` ``"stop"`` turns SIGINT/SIGTERM into a stop request."""
+    directory sits deeper). SIGINT/SIGTERM become a stop request."""
     from workbook.run.life import DRIVEN, close
     from workbook.run.notebook import execute
 
     t0 = time.monotonic()
-    notebook = notebook or notebook_for(launcher)
+    notebook = notebook or project_notebook(run_notebook(launcher))
     parameters = {"scenario": str(params), "overrides": list(sets), "run_dir": str(rd.path),
                   "run_root": str(runs_root)}
     os.environ[DRIVEN] = "1"  # the kernel inherits it: this process prints the progress
-    with _stop_on_signals(rd, enabled=on_stop == "stop"), _tail(rd, enabled=echo):
+    with _stop_on_signals(rd), _tail(rd, enabled=echo):
         try:
             execute(notebook, rd.path, parameters, stream=False)
         except WorkbookError as exc:  # judged below from the run's own files
@@ -79,7 +75,7 @@ def execute_run(params: Path, sets: list[str], rd: RunDir, *, runs_root: Path,
                      report if report.is_file() else None, done.errors if done else [])
 
 
-def _stop_on_signals(rd: RunDir, *, enabled: bool) -> AbstractContextManager[None]:
+def _stop_on_signals(rd: RunDir) -> AbstractContextManager[None]:
     """SIGINT/SIGTERM ask the run to stop; the report still follows."""
 
     def stop(name: str) -> None:
@@ -87,7 +83,7 @@ def _stop_on_signals(rd: RunDir, *, enabled: bool) -> AbstractContextManager[Non
         print(f"\nworkbook: stopping the run ({name}); its report follows", file=sys.stderr,
               flush=True)
 
-    return stopping_on_signals(stop, enabled=enabled)
+    return stopping_on_signals(stop)
 
 
 @contextmanager

@@ -86,15 +86,8 @@ def _run(argv: list[str], env: dict[str, str], *, what: str) -> str:
     drivers it runs: never the caller's directory, whose files would shadow installed ones."""
     cwd = next((a.split("=", 1)[1] for a in argv if a.startswith("--temp-dir=")), None)
     try:
-        done = subprocess.run(
-            argv,
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=STARTUP_TIMEOUT_S,
-            check=False,
-        )
+        done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=STARTUP_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
         raise LaunchError(
             f"could not {what}: `{' '.join(argv[:3])} ...` took over {STARTUP_TIMEOUT_S:g} s"

@@ -73,14 +73,8 @@ def _kubectl(args: list[str], *, stdin: str | None = None, timeout_s: float = 30
         )
     what = " ".join(args[:3])
     try:
-        done = subprocess.run(
-            [kubectl, *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-        )
+        done = subprocess.run([kubectl, *args], input=stdin, capture_output=True, text=True,
+                              timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
         raise _Failed(f"`kubectl {what}` did not answer within {timeout_s:g} s", True) from None
     if done.returncode != 0:
@@ -212,15 +206,12 @@ def stop(name: str, namespace: str, how: str) -> str:
 def apply(
     manifest: Mapping[str, Any],
     *,
-    follow: bool = True,
-    poll_s: float | None = None,
     on_status: Callable[[dict[str, Any]], None] | None = None,
     deadline_s: float | None = None,
     on_interrupt: str = "delete",
-    check_rbac: bool = True,
     should_stop: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
-    """Check access, create the RayJob and (``follow``) wait for a final state; the status.
+    """Check access, create the RayJob and wait for a final state; the status.
 
     The status carries ``jobStatus`` (Ray's: SUCCEEDED, FAILED, STOPPED ...) and
     ``jobDeploymentStatus`` (KubeRay's: Initializing, Running, Complete, Failed ...), plus
@@ -233,7 +224,7 @@ def apply(
     name = manifest["metadata"]["name"]
     namespace = manifest["metadata"].get("namespace", "default")
     check_cluster(namespace)
-    warnings = check_permissions(namespace, suspend=on_interrupt == "suspend") if check_rbac else []
+    warnings = check_permissions(namespace, suspend=on_interrupt == "suspend")
     submit(manifest)
     last: dict[str, Any] = {"warnings": warnings} if warnings else {}
     started = time.monotonic()
@@ -246,7 +237,7 @@ def apply(
             if brief != {k: last.get(k) for k in brief} and on_status is not None:
                 on_status(status)
             last = status
-            if not follow or is_final(status):
+            if is_final(status):
                 return status
             if should_stop is not None and should_stop():
                 done = stop(name, namespace, on_interrupt)
@@ -258,7 +249,7 @@ def apply(
                 return {**status, "reason": DEADLINE,
                         "message": f"still {status.get('jobDeploymentStatus') or 'pending'} "
                         f"after the --apply deadline of {deadline_s:g} s; {done}"}
-            time.sleep(POLL_S if poll_s is None else poll_s)
+            time.sleep(POLL_S)
     except KeyboardInterrupt:
         stop(name, namespace, on_interrupt)
         raise

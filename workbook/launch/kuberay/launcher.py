@@ -152,14 +152,8 @@ class KubeRayLauncher(Launcher):
                                    tools={"kubectl": kubectl.client_version()}),
         }
 
-    def run(
-        self,
-        plan: Plan,
-        run_dir: RunDir,
-        *,
-        on_line: LineSink | None = None,
-        timeout_s: float | None = None,
-    ) -> Outcome:
+    def run(self, plan: Plan, run_dir: RunDir, *, on_line: LineSink | None = None,
+            timeout_s: float | None = None) -> Outcome:
         """Create the job, follow it to its end, fetch its log; how it ended."""
         manifest = self.manifest(plan, timeout_s)
         write_redacted(run_dir.path / RAYJOB_FILE, manifest_yaml(manifest))
