@@ -24,9 +24,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,6 +110,42 @@ def own_runs_root(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     scenario validates against that verl, not whatever ``python3`` is first on PATH."""
     monkeypatch.setenv("WORKBOOK_RUNS", str(tmp_path_factory.mktemp("runs")))
     monkeypatch.setenv("WORKBOOK_PYTHON", sys.executable)
+
+
+def drawn_once(draw: Callable[..., Any], key: Callable[..., str] = lambda *a, **k: repr((a, k))
+               ) -> Callable[..., Any]:
+    """``draw`` with what it drew kept per ``key`` of its arguments (by default their repr:
+    plain data, floats to the last digit)."""
+    kept: dict[str, Any] = {}
+
+    def drawn(*args: Any, **kwargs: Any) -> Any:
+        found = key(*args, **kwargs)
+        if found not in kept:
+            kept[found] = draw(*args, **kwargs)
+        return kept[found]
+
+    return drawn
+
+
+def _steps_of(metrics: Any) -> str:
+    return repr([(s, sorted(metrics.steps[s].items())) for s in metrics.step_numbers])
+
+
+@pytest.fixture(autouse=True, scope="session")
+def charts_drawn_once() -> Iterator[None]:
+    """The tests draw the same few dozen charts hundreds of times (the same handmade runs,
+    reported, indexed and aligned again and again): each is drawn once a session. A chart is a
+    function of the data it is given, and Agg draws the same bytes for it every time; drawing
+    was a third of the unit tests' CPU time."""
+    from workbook.plots import panels
+    from workbook.report import alignment, index
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(panels, "render", drawn_once(panels.render))
+        patch.setattr(panels, "timing_breakdown", drawn_once(panels.timing_breakdown, _steps_of))
+        patch.setattr(index, "trend_chart", drawn_once(index.trend_chart))
+        patch.setattr(alignment, "aligned_curves", drawn_once(alignment.aligned_curves))
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -17,8 +17,23 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.constructor import ConstructorError
+from yaml.composer import Composer
+from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.resolver import Resolver
+
+try:  # libyaml reads the events in C (a scenario in 1 ms, not 10); composing stays guarded here
+    from yaml.cyaml import CParser as _Events  # type: ignore[attr-defined]  # C-only name
+except ImportError:  # PyYAML built without libyaml: the same events, read in Python
+    from yaml.parser import Parser
+    from yaml.reader import Reader
+    from yaml.scanner import Scanner
+
+    class _Events(Reader, Scanner, Parser):  # type: ignore[no-redef]
+        def __init__(self, stream: str) -> None:
+            Reader.__init__(self, stream)
+            Scanner.__init__(self)
+            Parser.__init__(self)
 
 from workbook.core.quoting import cut, short
 from workbook.core.textfile import MAX_BYTES, read_text
@@ -34,11 +49,14 @@ class RefusedYAML(yaml.YAMLError):
     """Well-formed YAML this project refuses (duplicate keys, bombs, absurd numbers)."""
 
 
-class _GuardedLoader(yaml.SafeLoader):
-    """SafeLoader that counts depth while composing and records duplicate keys."""
+class _GuardedLoader(Composer, _Events, SafeConstructor, Resolver):
+    """A safe loader that counts depth while composing and records duplicate keys."""
 
     def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+        _Events.__init__(self, stream)
+        Composer.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
         self.depth = 0
         self.composed = 0  # nodes composed so far: stops a huge flat file early (PyYAML is slow)
         self.duplicates: list[str] = []
@@ -49,10 +67,10 @@ class _GuardedLoader(yaml.SafeLoader):
         try:
             if self.composed > MAX_NODES:
                 raise RefusedYAML(f"more than {MAX_NODES} values"
-                                  f"{_line(self.peek_event().start_mark)}")
+                                  f"{_at(self.peek_event())}")
             if self.depth > MAX_DEPTH:
                 raise RefusedYAML(f"nested deeper than {MAX_DEPTH} levels"
-                                  f"{_line(self.peek_event().start_mark)}")
+                                  f"{_at(self.peek_event())}")
             return super().compose_node(parent, index)
         finally:
             self.depth -= 1
@@ -70,6 +88,10 @@ class _GuardedLoader(yaml.SafeLoader):
             else:
                 first[key] = key_node
         return super().construct_mapping(node, deep=deep)
+
+
+def _at(event: Any) -> str:
+    return _line(getattr(event, "start_mark", None))
 
 
 def _line(mark: Any) -> str:

@@ -23,9 +23,6 @@ import math
 from collections.abc import Sequence
 from statistics import median
 
-import numpy as np  # ruptures' own dependency: it searches a numpy array
-import ruptures
-
 MIN_NIGHTS = 6
 MIN_SEGMENT = 3
 PENALTY_PER_LOG_NIGHT = 4.0
@@ -37,6 +34,9 @@ def onsets(series: Sequence[float | None]) -> list[int]:
     measured = [(x, float(v)) for x, v in enumerate(series) if v is not None and math.isfinite(v)]
     if len(measured) < max(MIN_NIGHTS, 2 * MIN_SEGMENT):
         return []
+    import numpy as np  # ruptures' own dependency; both (and SciPy) only where a search runs
+    import ruptures
+
     values = [v for _, v in measured]
     centre, noise = median(values), _noise(values)
     scaled = np.array([[(v - centre) / noise] for v in values])

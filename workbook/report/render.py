@@ -25,6 +25,7 @@ import copy
 import json
 import re
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -131,15 +132,20 @@ def executed_notebook(template: Path, folder: Path, parameters: dict[str, Any] |
 
 def notebook_body(notebook: Any) -> str:
     """The notebook's HTML body: inputs and prompts hidden, report outputs only."""
-    exporter = HTMLExporter(
+    body, _ = _exporter().from_notebook_node(prepare(notebook))
+    return body
+
+
+@cache
+def _exporter() -> HTMLExporter:
+    """One exporter a process: it compiles nbconvert's templates once, not once a page."""
+    return HTMLExporter(
         template_name="basic",
         exclude_input=True,
         exclude_input_prompt=True,
         exclude_output_prompt=True,
         exclude_anchor_links=True,  # no pilcrow beside each heading
     )
-    body, _ = exporter.from_notebook_node(prepare(notebook))
-    return body
 
 
 def prepare(notebook: Any) -> Any:

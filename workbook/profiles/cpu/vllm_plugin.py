@@ -76,5 +76,4 @@ def register() -> None:
     for method in (UnquantizedLinearMethod, UnquantizedEmbeddingMethod):
         original = method.process_weights_after_loading
         if not getattr(original, _PATCHED, False):
-            # monkeypatching vLLM's class on purpose; mypy forbids assigning to a method
-            method.process_weights_after_loading = _keep_plain_weights(original)  # type: ignore[method-assign]
+            method.process_weights_after_loading = _keep_plain_weights(original)  # on purpose
