@@ -388,14 +388,19 @@ SLOWER = 3.0  # how much slower the trainer was when the stale baseline was bles
 TIMING_PREFIXES = ("timing_s/", "timing_per_token_ms/", "perf/time_per_step")
 
 
-def stale_baseline(folder: Path) -> Path:
-    """The default scenario's blessed baseline as it stood before an optimization landed: the
-    same numerics, every timing SLOWER times longer and the throughput SLOWER times lower.
-    A speed-up against this shows beyond any band a shared 2-core host's noise needs (45 % on
-    throughput): tonight's own speed-ups (torch.compile off: 1.1-2.6x across runs here) do not,
-    reliably."""
+def stale_baseline(folder: Path, here: dict[str, Any]) -> Path:
+    """The default scenario's blessed baseline as it stood on this machine before an
+    optimization landed: the same numerics, every timing SLOWER times longer and the throughput
+    SLOWER times lower. A speed-up against this shows beyond any band a shared 2-core host's
+    noise needs (45 % on throughput): tonight's own speed-ups (torch.compile off: 1.1-2.6x
+    across runs here) do not, reliably. Its machine is ``here`` (the conditions a run of this
+    session recorded), so the timings are judged on whatever CPU the tests run on; the committed
+    baseline's own CPU would set them aside on any other."""
+    from workbook.checks.conditions import blessed_conditions
+
     blessed = REPO / "params" / "baselines" / f"{GSPO_NAME}.cpu.json"
     data = json.loads(blessed.read_text())
+    data["conditions"] = blessed_conditions([here])
     for name, entry in data["metrics"].items():
         factor = SLOWER if name.startswith(TIMING_PREFIXES) else (
             1 / SLOWER if name == "perf/throughput" else None)
@@ -427,7 +432,8 @@ def nights(smoke: SuiteRun, papermill_night: PapermillNight, verl_history: VerlH
     with HeavyLock():
         improved = workbook_cli(["align", "--replay-from", str(gspo.run_dir), GSPO_PARAMS,
                                  "-s", f"verl.path={good}", "-s", COMPILE_OFF,
-                                 "-s", f"checks.baseline={stale_baseline(folder)}"],
+                                 "-s", "checks.baseline="
+                                 f"{stale_baseline(folder, gspo.json('run.json')['conditions'])}"],
                                 session_env, timeout=1800)
     tonight = ["run", GSPO_PARAMS, "--verl", str(bad), *confirm_sets()]
     with HeavyLock():
