@@ -122,7 +122,7 @@ def test_the_trend_chart_marks_the_night_a_package_changed(tmp_path: Path,
     drawn: list[object] = []
     chart = index.trend_chart
     monkeypatch.setattr(index, "trend_chart",
-                        lambda *args: drawn.append(args[-1]) or chart(*args))
+                        lambda *args, **kwargs: drawn.append(args[-1]) or chart(*args, **kwargs))
 
     page = index.write_index(tmp_path).read_text(encoding="utf-8")
 
@@ -138,7 +138,8 @@ def test_a_sweep_point_between_two_nights_is_not_a_change(tmp_path: Path,
     night(tmp_path, 4, versions=NEWER, folder=tmp_path / "sweeps" / SCENARIO / "x" / "p0")
     night(tmp_path, 5)
     drawn: list[object] = []
-    monkeypatch.setattr(index, "trend_chart", lambda *args: drawn.append(args[-1]) or b"")
+    monkeypatch.setattr(index, "trend_chart",
+                        lambda *args, **kwargs: drawn.append(args[-1]) or b"")
 
     index.write_index(tmp_path)
 
@@ -195,7 +196,7 @@ def test_a_short_series_has_no_onset_marks(tmp_path: Path,
 
     page = index.write_index(tmp_path).read_text(encoding="utf-8")
 
-    assert drawn == [{}] and "data-onsets" not in page
+    assert drawn == [{"onsets": None}] and "data-onsets" not in page
 
 
 def test_a_red_nights_report_lists_tuning_and_env_changes_apart_from_settings(

@@ -362,9 +362,7 @@ def _cached_chart(
         return path.read_bytes()
     except OSError:
         pass
-    # drawn without the keyword when no series changed level: the chart as it was before onsets
-    extra = {"onsets": levels} if levels else {}
-    png = trend_chart(title, labels, series, units, first_out, marks or (), **extra)
+    png = trend_chart(title, labels, series, units, first_out, marks or (), onsets=levels or None)
     _keep(path, png)
     return png
 
