@@ -110,6 +110,9 @@ def own_runs_root(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     scenario validates against that verl, not whatever ``python3`` is first on PATH."""
     monkeypatch.setenv("WORKBOOK_RUNS", str(tmp_path_factory.mktemp("runs")))
     monkeypatch.setenv("WORKBOOK_PYTHON", sys.executable)
+    # a clean judgement of verl's config is handed to child processes through the environment;
+    # each test starts without the ones earlier tests made
+    monkeypatch.setenv("WORKBOOK_VERL_CONFIG_CLEAN", "")
 
 
 def drawn_once(draw: Callable[..., Any], key: Callable[..., str] = lambda *a, **k: repr((a, k))

@@ -378,3 +378,41 @@ def test_entries_of_one_command_are_judged_against_verls_config_once(
 
     assert first == again == other == []
     assert composed == [tuple(entry), (*entry, "trainer.nnodes=2")]
+
+
+def test_a_run_validated_by_its_driver_is_not_composed_again_in_the_process_it_starts(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # `workbook run` validates, then its kernel prepares the run: the kernel inherits the
+    # driver's clean judgement through the environment, for the same config files only
+    import shutil
+
+    from workbook.params import verl_config
+
+    installed = verl_config.installed_config_dir(sys.executable)
+    if installed is None:
+        pytest.skip("verl is not installed in this environment")
+    checkout = tmp_path / "verl"
+    shutil.copytree(installed, verl_config.checkout_config_dir(checkout))
+    composed: list[tuple[str, ...]] = []
+    real = verl_config._compose
+
+    def counted(where: Path, overrides: tuple[str, ...]) -> object:
+        composed.append(overrides)
+        return real(where, overrides)
+
+    def in_a_new_process() -> list[tuple[str, str]]:  # what the kernel inherits: the env only
+        verl_config._judged.cache_clear()
+        verl_config._base_keys.cache_clear()
+        return verl_config.check_overrides(entry, checkout=checkout)
+
+    monkeypatch.setattr(verl_config, "_compose", counted)
+    entry = ["trainer.total_training_steps=3"]
+    assert in_a_new_process() == []
+    judged = len(composed)
+    assert judged and in_a_new_process() == [] and len(composed) == judged
+
+    config = verl_config.checkout_config_dir(checkout) / "ppo_trainer.yaml"
+    config.write_text(config.read_text().replace("total_training_steps:", "total_steps:", 1))
+    assert in_a_new_process()  # the checkout changed under it: judged again, and refused
+    refused = len(composed)
+    assert in_a_new_process() and len(composed) > refused  # a problem is never handed down

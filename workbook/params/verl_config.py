@@ -8,6 +8,9 @@ workbook's own (a dependency of its own), whatever the training environment has.
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,12 @@ VERL_CONFIG_NAME = "ppo_trainer"
 # composition costs half a second, and 300 unknown overrides must not cost 300 of them.
 MAX_COMPOSED = 5
 MAX_REPORTED = 10
+# Clean judgements (a config's files and the overrides, hashed) are handed down through the
+# environment to the processes this one starts: the kernel of a `workbook run` validates the
+# scenario its driver has just validated, and must not compose verl's config again (2-3 s of
+# Hydra on 2 cores, before the launch). Only clean ones: a problem stops the run before that.
+CLEAN_ENV = "WORKBOOK_VERL_CONFIG_CLEAN"
+CLEAN_KEPT = 64  # a suite validates every entry first; 64 keys are 2 KB of environment
 
 
 def checkout_config_dir(checkout: str | Path) -> Path:
@@ -128,7 +137,22 @@ def check_overrides(overrides: list[str], checkout: str | Path | None = None,
     config_dir = verl_config_dir(checkout, verl_dir)
     if config_dir is None:
         return []
-    return list(_judged(config_dir, tuple(overrides)))
+    key = _fingerprint(config_dir, tuple(overrides))
+    clean = os.environ.get(CLEAN_ENV, "").split()
+    if key in clean:
+        return []
+    problems = list(_judged(config_dir, tuple(overrides)))
+    if not problems:
+        os.environ[CLEAN_ENV] = " ".join([*clean[-(CLEAN_KEPT - 1):], key])
+    return problems
+
+
+def _fingerprint(config_dir: Path, overrides: tuple[str, ...]) -> str:
+    """What a judgement depends on: the config's files, byte for byte, and the overrides."""
+    digest = hashlib.sha256(json.dumps([str(config_dir), list(overrides)]).encode())
+    for path in sorted(config_dir.rglob("*.yaml")):
+        digest.update(str(path.relative_to(config_dir)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:32]
 
 
 @lru_cache(maxsize=64)
