@@ -21,7 +21,6 @@ import os
 import re
 import shlex
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -409,24 +408,24 @@ def machine_baseline(folder: Path, run: CliRun, slower: float = 1.0) -> Path:
     (the committed spread scaled with them). The committed baseline's timings are another CPU's,
     so on any other they are set aside, and CI hosts vary (EPYC family 23 and 25, Intel AMX)."""
     from workbook.checks.conditions import blessed_conditions
+    from workbook.checks.reductions import reduce_series
+    from workbook.metrics.loading import load_metrics
 
     blessed = REPO / "params" / "baselines" / f"{GSPO_NAME}.cpu.json"
     data = json.loads(blessed.read_text())
     data["conditions"] = blessed_conditions([run.json("run.json")["conditions"]])
     assert run.run_dir is not None
-    steps = [json.loads(line) for line in (run.run_dir / "metrics.jsonl").read_text().splitlines()]
+    metrics = load_metrics(run.run_dir / "metrics.jsonl")
     for name, entry in data["metrics"].items():
         speed = name == "perf/throughput"
         if not (speed or name.startswith(TIMING_PREFIXES)):
             continue
         factor = 1 / slower if speed else slower
-        measured = {str(r["step"]): r["data"][name] * factor for r in steps if name in r["data"]}
-        first, last = entry["window"]
-        window = [v for step, v in measured.items() if first <= int(step) <= last]
-        assert entry["reduce"] == "mean" and window, (name, entry)
-        value = statistics.fmean(window)
+        measured = {step: v * factor for step, v in metrics.series(name).items()}
+        value, _ = reduce_series(measured, entry["reduce"], tuple(entry["window"]), name=name)
         scale = value / entry["value"] if entry["value"] else 1.0
-        entry.update(value=value, sigma=entry["sigma"] * scale, series=measured,
+        entry.update(value=value, sigma=entry["sigma"] * scale,
+                     series={str(step): v for step, v in measured.items()},
                      series_sigma={k: v * scale for k, v in entry.get("series_sigma", {}).items()})
     path = folder / f"{GSPO_NAME}.this-machine-{slower:g}x.cpu.json"
     path.write_text(json.dumps(data, indent=1))
