@@ -8,7 +8,8 @@ descendant of the command) and tails the run's log for verl's step lines. Phases
     driver          the driver -> the TaskRunner actor's process (verl's imports, Ray's start)
     task_runner     -> the actor/ref workers' process (config, tokenizer, data, TransferQueue)
     workers         -> the rollout server's process (FSDP model build)
-    rollout_server  -> the agent loop's process (vLLM's server, engine core and worker)
+    rollout_server  -> the agent loop's process (vLLM's server, engine core and worker; 0 in a
+                       run that replays every step, which starts no server)
     steps           -> verl's last step line (the steps, step 1 with its warm-up)
     verl_shutdown   -> the driver exits
     closing         -> the command exits (judge, plots, report, ledger, index)
@@ -142,6 +143,8 @@ def one_run(scenario: Path, sets: list[str]) -> dict:
               for phase, rx in MARKERS.items()}
     ends = [starts["driver"], starts["task_runner"], starts["workers"], starts["rollout_server"],
             starts["steps"], max(watch.steps.values(), default=None), watch.driver_end, wall]
+    for i in range(len(ends) - 2, 0, -1):  # a phase whose process never started took no time
+        ends[i] = ends[i + 1] if ends[i] is None and ends[i - 1] is not None else ends[i]
     phases: dict[str, float | None] = {}
     last = 0.0
     for phase, end in zip(PHASES, ends, strict=True):

@@ -19,7 +19,7 @@ from workbook import interpreter
 from workbook.checks.bands import band_problems
 from workbook.checks.baseline import load_baseline
 from workbook.checks.spec import parse_checks, step_problems
-from workbook.command.builder import build_plan, dump_subdir, entry_argv, owned_keys
+from workbook.command.builder import build_plan, dump_subdir, entry_argv, owned_keys, skipped_steps
 from workbook.command.determinism import undone
 from workbook.command.plan import Plan
 from workbook.core.quoting import cut
@@ -234,6 +234,11 @@ def rollouts(s: Scenario) -> Problems:
         return [("rollouts.replay", f"{folder} holds no dump for this scenario's names and batch "
                  f"shapes ({dump_subdir(s)}); it holds {', '.join(found) or 'nothing'}. Rollouts "
                  "replay only into runs of the same experiment, project and shapes")]
+    missing = [str(step) for step in skipped_steps(s) if not any((inner / str(step)).glob("*/tq_batch.pt"))]
+    if missing and not s.rollouts.record:
+        return [("rollouts.replay", f"{folder} holds no rollouts for step {', '.join(missing)} of "
+                 f"{dump_subdir(s)}, and a replaying run generates none: record them "
+                 "(rollouts.record=true), or list the steps to replay in rollouts.steps")]
     return []
 
 

@@ -131,7 +131,8 @@ def test_scenario_env_adds_to_the_profiles_list_variables(tmp_path: Path) -> Non
     env = build_plan(scenario, tmp_path, plugin_path="/plugins").env
 
     assert env["PYTHONPATH"] == "/plugins:/opt/faults"
-    assert env["VERL_USE_EXTERNAL_MODULES"] == "workbook.profiles.cpu.platform,verl_faults"
+    assert env["VERL_USE_EXTERNAL_MODULES"] == ("workbook.profiles.cpu.platform,"
+                                                "workbook.profiles.cpu.replay,verl_faults")
     assert env["WORKBOOK_FAULT"] == "pg_loss_x2"
 
 
@@ -145,6 +146,26 @@ def test_rollout_replay_reads_and_dumps_inside_the_run_directory(tmp_path: Path)
         "skip.rollout_tq.enable=True", f"skip.rollout_tq.dump_dir={tmp_path / 'run' / 'rollouts'}",
         "skip.rollout_tq.steps=[1,2,3,4]", "skip.rollout_tq.action=cache"]
     assert not any(a.startswith("skip.rollout.") for a in argv)  # the legacy trainer's keys
+
+
+@pytest.mark.parametrize("scenario, sets, backend", [
+    ("gspo-tiny-1n1cpu-fsdp2-vllm", [], "replay"),  # every step from the pinned dump
+    ("ppo-tiny-2n1cpu-fsdp2-vllm-ray", [], "replay"),
+    ("gspo-tiny-1n1cpu-fsdp2-vllm", ["rollouts.record=true"], "vllm"),  # it generates to record
+    ("gspo-tiny-1n1cpu-fsdp2-vllm", ["rollouts.steps=[1, 2]"], "vllm"),  # steps 3-4 generate
+    ("gspo-tiny-1n1cpu-fsdp2-vllm", ["rollouts.replay=null"], "vllm"),
+    ("gspo-tiny-live-1n1cpu-fsdp2-vllm", [], "vllm"),
+])
+def test_a_cpu_run_starts_an_inference_server_only_if_a_step_generates(
+        scenario: str, sets: list[str], backend: str) -> None:
+    s = load_scenario(REPO / "params" / f"{scenario}.yaml", sets, check_files=False)
+
+    plan = build_plan(s, Path("/runs/RUN"), plugin_path="/plugins")
+
+    assert [a for a in plan.argv if a.startswith("actor_rollout_ref.rollout.name=")] == [
+        f"actor_rollout_ref.rollout.name={backend}"]
+    modules = plan.env["VERL_USE_EXTERNAL_MODULES"].split(",")
+    assert ("workbook.profiles.cpu.replay" in modules) == (backend == "replay")
 
 
 def test_without_a_rollouts_section_a_raw_rollout_skip_override_is_kept() -> None:

@@ -178,6 +178,7 @@ def test_the_legacy_trainer_is_warned_the_other_way_round(tmp_path: Path) -> Non
 def test_a_pinned_rollout_dump_must_exist_and_hold_the_scenarios_geometry(tmp_path: Path) -> None:
     dump = tmp_path / "dump" / "x_verl-workbook" / "GBS32_N4_in512_out512" / "1" / "0"
     dump.mkdir(parents=True)
+    (dump / "tq_batch.pt").touch()
     missing = write(tmp_path, BASE + "rollouts: {replay: nowhere}\n")
     other = write(tmp_path, BASE + "experiment_name: x\nrollouts: {replay: dump}\n"
                                    "max_response_length: 256\n", "other.yaml")
@@ -189,6 +190,20 @@ def test_a_pinned_rollout_dump_must_exist_and_hold_the_scenarios_geometry(tmp_pa
                                           "x_verl-workbook/GBS32_N4_in512_out512"):
         load_scenario(other)
     assert load_scenario(fits).rollouts.replay == str(tmp_path / "dump")
+
+
+def test_a_pinned_rollout_dump_must_hold_every_step_the_run_replays(tmp_path: Path) -> None:
+    """A replaying run generates nothing (on cpu no inference server starts): a step missing from
+    the dump is refused before launch, unless the run records or replays only the steps it has."""
+    (tmp_path / "dump" / "x_verl-workbook" / "GBS32_N4_in512_out512" / "1" / "0").mkdir(parents=True)
+    (tmp_path / "dump" / "x_verl-workbook" / "GBS32_N4_in512_out512" / "1" / "0" / "tq_batch.pt").touch()
+    two = BASE + "experiment_name: x\ntotal_training_steps: 2\n"
+
+    with pytest.raises(ParamsError, match=r"rollouts.replay: .* holds no rollouts for step 2 of "
+                                          r"x_verl-workbook/GBS32_N4_in512_out512"):
+        load_scenario(write(tmp_path, two + "rollouts: {replay: dump}\n"))
+    assert load_scenario(write(tmp_path, two + "rollouts: {replay: dump, steps: [1]}\n"))
+    assert load_scenario(write(tmp_path, two + "rollouts: {replay: dump, record: true}\n"))
 
 
 def test_the_tiny_gspo_scenario_replays_its_pinned_rollouts() -> None:

@@ -1,4 +1,5 @@
-"""The CPU platform as verl sees it, loaded the way verl loads it (``VERL_USE_EXTERNAL_MODULES``).
+"""The CPU platform and the replay rollout backend as verl sees them, loaded the way verl loads
+them (``VERL_USE_EXTERNAL_MODULES``, as in a run that replays every step).
 
 Each check runs in a fresh interpreter: the platform module changes process-wide state (verl's
 platform singleton, ``torch.distributed.init_process_group``, verl's critic loader).
@@ -49,7 +50,22 @@ PROBE = textwrap.dedent(
         local_path=sys.argv[1], torch_dtype=torch.float32, model_config=config,
         trust_remote_code=False,
     )
+    # the replay rollout backend, looked up by name as verl's worker and trainer do
+    import asyncio
+    from verl.workers.rollout.base import get_rollout_class
+    from verl.workers.rollout.replica import get_rollout_replica_class
+    rollout, replica = get_rollout_class("replay", "async"), get_rollout_replica_class("replay")
+    bare = replica.__new__(replica)
+    asyncio.run(bare.launch_servers())
+
+    def never_read():
+        raise AssertionError("the replay backend read the weights")
+        yield
     print(json.dumps({
+        "replay_rollout": f"{rollout.__module__}.{rollout.__name__}",
+        "replay_replica": f"{replica.__module__}.{replica.__name__}",
+        "replay_servers": bare.servers,
+        "replay_weights": asyncio.run(rollout.update_weights(None, never_read())),
         "critic_head_repeatable": bool(torch.equal(critic.score.weight, again.score.weight)),
         "critic_head_random": float(critic.score.weight.std()) > 0,
         "critic_keeps_global_rng": bool(torch.equal(before, torch.get_rng_state())),
@@ -75,7 +91,7 @@ PROBE = textwrap.dedent(
 @pytest.fixture(scope="module")
 def seen_by_verl(tmp_path_factory: pytest.TempPathFactory, cpu_assets: Assets) -> dict:
     env = {
-        **profile_env("cpu", plugin_path=tmp_path_factory.mktemp("pp")),
+        **profile_env("cpu", plugin_path=tmp_path_factory.mktemp("pp"), replayed=True),
         "PATH": "/usr/bin:/bin",
         "HOME": str(Path.home()),
     }
@@ -116,3 +132,12 @@ def test_critic_loads_as_a_value_head_with_sdpa_attention(seen_by_verl: dict) ->
     assert seen_by_verl["critic_loader"] == "workbook.profiles.cpu.critic"
     assert seen_by_verl["critic_attention"] == "sdpa"
     assert seen_by_verl["critic_values_shape"] == [1, 3, 1]
+
+
+def test_a_replaying_run_finds_the_replay_backend_in_verls_registries(seen_by_verl: dict) -> None:
+    """The worker's rollout and the trainer's replica, by the name the command gives; the replica
+    starts no server and the weight sync leaves the weights unread."""
+    assert seen_by_verl["replay_rollout"] == "workbook.profiles.cpu.replay.ReplayedRollout"
+    assert seen_by_verl["replay_replica"] == "workbook.profiles.cpu.replay.ReplayedReplica"
+    assert seen_by_verl["replay_servers"] == []
+    assert seen_by_verl["replay_weights"] is None

@@ -81,17 +81,29 @@ def first_class(s: Scenario) -> list[tuple[str, Any]]:
     return [(k, v) for k, v in pairs if v is not None]
 
 
+def skipped_steps(s: Scenario) -> list[int]:
+    """The steps verl's rollout skip replays or dumps: ``rollouts.steps``, else every step."""
+    return list(s.rollouts.steps or range(1, (s.total_training_steps or 0) + 1))
+
+
+def replays_every_step(s: Scenario) -> bool:
+    """Whether no step of the run generates: each one replays the pinned dump (which validation
+    has found holding them all), so the run needs no inference server."""
+    r = s.rollouts
+    every = set(range(1, (s.total_training_steps or 0) + 1))
+    return bool(r.replay) and not r.record and bool(every) and every <= set(skipped_steps(s))
+
+
 def rollout_skip(s: Scenario, run_dir: Path) -> list[tuple[str, Any]]:
-    """verl's rollout skip for ``rollouts.replay``/``record``: replay (or dump) every step's
-    rollout from/into ``<run_dir>/rollouts`` (the pinned dump is copied there before launch, so
-    a step the dump lacks is generated and dumped into the run, never into the pinned folder)."""
+    """verl's rollout skip for ``rollouts.replay``/``record``: replay (or dump) the steps'
+    rollouts from/into ``<run_dir>/rollouts`` (the pinned dump is copied there before launch,
+    so a recording run never writes into the pinned folder)."""
     if not s.rollouts.enabled:
         return []
-    steps = s.rollouts.steps or list(range(1, s.total_training_steps + 1))
     return [
         (f"{ROLLOUT_SKIP}.enable", True),
         (f"{ROLLOUT_SKIP}.dump_dir", str(run_dir / ROLLOUTS_DIR)),
-        (f"{ROLLOUT_SKIP}.steps", steps),
+        (f"{ROLLOUT_SKIP}.steps", skipped_steps(s)),
         (f"{ROLLOUT_SKIP}.action", "cache"),
     ]
 
@@ -151,9 +163,11 @@ def build_plan(
         on_existing_cluster=existing,
         ray_temp_dir=None if existing else ray_temp_dir(run_dir.name),
         critic=s.uses_critic,
+        replayed=replays_every_step(s),
     ) if hydra.key_of(o) not in already]
     overrides.append(hydra.override("trainer.logger", LOGGERS))
-    env = profiles.profile_env(s.profile, plugin_path=Path(plugin_path) if plugin_path else None)
+    env = profiles.profile_env(s.profile, plugin_path=Path(plugin_path) if plugin_path else None,
+                               replayed=replays_every_step(s))
     if s.deterministic:
         env.update(profiles.deterministic_env(s.profile))
     for key, value in s.env.items():

@@ -23,7 +23,7 @@ PHASES: tuple[tuple[str, str], ...] = (
     ("(TaskRunner", "starting the trainer"),
     ("(WorkerDict", "loading the model"),
     ("(vLLMHttpServer", "starting vLLM"),
-    ("Training Progress", "generating the first rollout"),
+    ("Training Progress", "running the first step"),  # its rollout generated or replayed
 )
 PROGRESS_RE = re.compile(r"Training Progress:[^|\n]*\|[^|\n]*\|\s*(\d+)/(\d+)")
 _STEP = re.compile(r"(?:^|[\s)\]])step:(\d+) - ")

@@ -73,12 +73,13 @@ def _check(name: str) -> None:
 
 
 def profile_env(
-    name: str, *, plugin_path: Path | None = None, pythonpath: str = ""
+    name: str, *, plugin_path: Path | None = None, pythonpath: str = "", replayed: bool = False
 ) -> dict[str, str]:
     """Environment variables of profile ``name``.
 
     ``plugin_path`` (cpu only) is the directory from ``prepare_plugin_path``; ``pythonpath``
-    the caller's existing PYTHONPATH, kept after it.
+    the caller's existing PYTHONPATH, kept after it; ``replayed`` (cpu only): every step replays
+    a rollout dump.
     """
     _check(name)
     if name == "npu":
@@ -87,7 +88,7 @@ def profile_env(
         return dict(_COMMON_ENV)
     if plugin_path is None:
         raise ParamsError([("profile", "the cpu profile needs its plugin path")])
-    return cpu_env(plugin_path, pythonpath)
+    return cpu_env(plugin_path, pythonpath, replayed=replayed)
 
 
 def deterministic_env(name: str) -> dict[str, str]:
@@ -105,6 +106,7 @@ def profile_overrides(
     on_existing_cluster: bool = False,
     ray_temp_dir: str | None = None,
     critic: bool = False,
+    replayed: bool = False,
 ) -> list[str]:
     """Hydra overrides of profile ``name``; the keyword arguments matter for ``cpu`` only."""
     _check(name)
@@ -116,4 +118,5 @@ def profile_overrides(
         on_existing_cluster=on_existing_cluster,
         ray_temp_dir=ray_temp_dir,
         critic=critic,
+        replayed=replayed,
     )

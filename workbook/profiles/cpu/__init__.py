@@ -3,7 +3,8 @@
 Pure data and functions the command builder combines with a scenario; nothing here touches
 the disk or imports verl. The modules that run *inside* verl's processes live beside it:
 ``platform`` (CPU platform, gloo backend, critic loader; imported by verl through
-``VERL_USE_EXTERNAL_MODULES``) and ``vllm_plugin`` (vLLM general plugin). ``pythonpath``
+``VERL_USE_EXTERNAL_MODULES``), ``replay`` (the rollout backend of a run that replays every
+step, imported the same way into such runs only) and ``vllm_plugin`` (vLLM general plugin). ``pythonpath``
 writes the one file-system piece, the ``vllm`` version answer.
 See ../shared/notes/verl-on-cpu.md for the blocker each setting gets past.
 """
@@ -14,6 +15,11 @@ from pathlib import Path
 
 # verl imports these in the driver and every Ray worker (comma-separated list).
 EXTERNAL_MODULES = ("workbook.profiles.cpu.platform",)
+# ... and this one too in a run that replays every step, whose rollout backend it registers.
+REPLAY_MODULE = "workbook.profiles.cpu.replay"
+
+VLLM_ROLLOUT = "actor_rollout_ref.rollout.name=vllm"
+REPLAY_ROLLOUT = "actor_rollout_ref.rollout.name=replay"
 
 # Ray sees the real core count (2 here); TransferQueue and verl's actors need more slots.
 RAY_NUM_CPUS = 32
@@ -51,7 +57,8 @@ BASE_OVERRIDES: tuple[str, ...] = (
     "actor_rollout_ref.actor.fsdp_config.strategy=fsdp2",
     "actor_rollout_ref.ref.strategy=fsdp2",
     # vLLM-CPU: no sleep mode, no CUDA graphs; KV cache size comes from VLLM_CPU_KVCACHE_SPACE.
-    "actor_rollout_ref.rollout.name=vllm",
+    # (A run that replays every step names the ``replay`` backend instead: cpu_overrides.)
+    VLLM_ROLLOUT,
     "+actor_rollout_ref.rollout.enable_sleep_mode=False",
     "actor_rollout_ref.rollout.free_cache_engine=False",
     "actor_rollout_ref.rollout.enforce_eager=True",
@@ -97,15 +104,17 @@ CPU_DETERMINISTIC_ENV = {
 }
 
 
-def cpu_env(plugin_path: Path, pythonpath: str = "") -> dict[str, str]:
+def cpu_env(plugin_path: Path, pythonpath: str = "", *, replayed: bool = False) -> dict[str, str]:
     """Environment of a cpu-profile run.
 
     ``plugin_path`` is the directory made by ``pythonpath.prepare_plugin_path`` (it answers
     ``importlib.metadata.version("vllm")``); ``pythonpath`` is the caller's existing
-    PYTHONPATH, kept after it.
+    PYTHONPATH, kept after it. ``replayed``: every step replays a dump (the ``replay`` module
+    is imported too; elsewhere its registries' imports would cost each process 1.4 s).
     """
+    modules = (*EXTERNAL_MODULES, REPLAY_MODULE) if replayed else EXTERNAL_MODULES
     return {
-        "VERL_USE_EXTERNAL_MODULES": ",".join(EXTERNAL_MODULES),
+        "VERL_USE_EXTERNAL_MODULES": ",".join(modules),
         # verl registers its FSDP engine for cuda/npu only; the engine itself runs on CPU tensors.
         "VERL_ENGINE_DEVICE": "cuda",
         "VLLM_CPU_KVCACHE_SPACE": "1",
@@ -125,15 +134,19 @@ def cpu_overrides(
     on_existing_cluster: bool,
     ray_temp_dir: str | None,
     critic: bool,
+    replayed: bool = False,
 ) -> list[str]:
     """Hydra overrides of a cpu-profile run (the scenario adds nodes, sizes, model, data).
+
+    A run whose every step replays a rollout dump (``replayed``) names the ``replay`` rollout
+    backend (module ``replay``): verl then starts no vLLM server, about 50 s of a tiny run.
 
     When verl starts its own Ray (``on_existing_cluster`` False) it is told how many CPUs and
     logical GPUs to declare, and ``ray_temp_dir`` (keep it short: Ray's AF_UNIX socket paths
     must stay under ~107 characters) keeps it from attaching to another cluster on the host.
     An existing cluster already declares its resources and ``ray.init`` refuses them.
     """
-    overrides = list(BASE_OVERRIDES)
+    overrides = [REPLAY_ROLLOUT if replayed and o == VLLM_ROLLOUT else o for o in BASE_OVERRIDES]
     if not on_existing_cluster:
         overrides += [
             f"ray_kwargs.ray_init.num_cpus={RAY_NUM_CPUS}",
