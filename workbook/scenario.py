@@ -234,12 +234,20 @@ def rollouts(s: Scenario) -> Problems:
         return [("rollouts.replay", f"{folder} holds no dump for this scenario's names and batch "
                  f"shapes ({dump_subdir(s)}); it holds {', '.join(found) or 'nothing'}. Rollouts "
                  "replay only into runs of the same experiment, project and shapes")]
-    missing = [str(step) for step in skipped_steps(s) if not any((inner / str(step)).glob("*/tq_batch.pt"))]
+    missing = [str(step) for step in skipped_steps(s) if not _dumped(inner / str(step))]
     if missing and not s.rollouts.record:
         return [("rollouts.replay", f"{folder} holds no rollouts for step {', '.join(missing)} of "
                  f"{dump_subdir(s)}, and a replaying run generates none: record them "
                  "(rollouts.record=true), or list the steps to replay in rollouts.steps")]
     return []
+
+
+def _dumped(step: Path) -> bool:
+    """Whether verl's rollout skip would replay this step's folder: a batch with its metadata in
+    each part (``RolloutTqSkip._check_valid_v1_step_path``); else verl generates the step."""
+    parts = [d for d in step.iterdir() if d.is_dir()] if step.is_dir() else []
+    return bool(parts) and all((d / "tq_batch.pt").is_file() and (d / "meta.json").is_file()
+                               for d in parts)
 
 
 # Rollout-skip settings a trainer accepts but never reads (measured with verl 0.9.1 on CPU:

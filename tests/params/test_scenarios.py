@@ -179,6 +179,7 @@ def test_a_pinned_rollout_dump_must_exist_and_hold_the_scenarios_geometry(tmp_pa
     dump = tmp_path / "dump" / "x_verl-workbook" / "GBS32_N4_in512_out512" / "1" / "0"
     dump.mkdir(parents=True)
     (dump / "tq_batch.pt").touch()
+    (dump / "meta.json").touch()
     missing = write(tmp_path, BASE + "rollouts: {replay: nowhere}\n")
     other = write(tmp_path, BASE + "experiment_name: x\nrollouts: {replay: dump}\n"
                                    "max_response_length: 256\n", "other.yaml")
@@ -194,14 +195,21 @@ def test_a_pinned_rollout_dump_must_exist_and_hold_the_scenarios_geometry(tmp_pa
 
 def test_a_pinned_rollout_dump_must_hold_every_step_the_run_replays(tmp_path: Path) -> None:
     """A replaying run generates nothing (on cpu no inference server starts): a step missing from
-    the dump is refused before launch, unless the run records or replays only the steps it has."""
-    (tmp_path / "dump" / "x_verl-workbook" / "GBS32_N4_in512_out512" / "1" / "0").mkdir(parents=True)
-    (tmp_path / "dump" / "x_verl-workbook" / "GBS32_N4_in512_out512" / "1" / "0" / "tq_batch.pt").touch()
+    the dump, or without the metadata verl needs to replay it, is refused before launch, unless
+    the run records or replays only the steps it has."""
+    steps = tmp_path / "dump" / "x_verl-workbook" / "GBS32_N4_in512_out512"
+    for step in ("1", "2"):
+        (steps / step / "0").mkdir(parents=True)
+        (steps / step / "0" / "tq_batch.pt").touch()
+    (steps / "1" / "0" / "meta.json").touch()  # step 2 has its batch but not its metadata
     two = BASE + "experiment_name: x\ntotal_training_steps: 2\n"
 
     with pytest.raises(ParamsError, match=r"rollouts.replay: .* holds no rollouts for step 2 of "
                                           r"x_verl-workbook/GBS32_N4_in512_out512"):
         load_scenario(write(tmp_path, two + "rollouts: {replay: dump}\n"))
+    (steps / "2" / "0" / "meta.json").touch()
+    assert load_scenario(write(tmp_path, two + "rollouts: {replay: dump}\n"))
+    (steps / "2" / "0" / "tq_batch.pt").unlink()
     assert load_scenario(write(tmp_path, two + "rollouts: {replay: dump, steps: [1]}\n"))
     assert load_scenario(write(tmp_path, two + "rollouts: {replay: dump, record: true}\n"))
 

@@ -150,6 +150,7 @@ def build_plan(
     Ray when it joins a cluster. ``plugin_path`` is where the CPU profile's import shims live.
     """
     existing = s.launcher == "ray" if on_existing_cluster is None else on_existing_cluster
+    replayed = replays_every_step(s)
     run_dir = Path(run_dir)
     overrides = [hydra.override(k, v) for k, v in first_class(s) + rollout_skip(s, run_dir)]
     overrides += list(s.overrides)
@@ -163,11 +164,11 @@ def build_plan(
         on_existing_cluster=existing,
         ray_temp_dir=None if existing else ray_temp_dir(run_dir.name),
         critic=s.uses_critic,
-        replayed=replays_every_step(s),
+        replayed=replayed,
     ) if hydra.key_of(o) not in already]
     overrides.append(hydra.override("trainer.logger", LOGGERS))
     env = profiles.profile_env(s.profile, plugin_path=Path(plugin_path) if plugin_path else None,
-                               replayed=replays_every_step(s))
+                               replayed=replayed)
     if s.deterministic:
         env.update(profiles.deterministic_env(s.profile))
     for key, value in s.env.items():

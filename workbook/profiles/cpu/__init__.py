@@ -4,8 +4,8 @@ Pure data and functions the command builder combines with a scenario; nothing he
 the disk or imports verl. The modules that run *inside* verl's processes live beside it:
 ``platform`` (CPU platform, gloo backend, critic loader; imported by verl through
 ``VERL_USE_EXTERNAL_MODULES``), ``replay`` (the rollout backend of a run that replays every
-step, imported the same way into such runs only) and ``vllm_plugin`` (vLLM general plugin). ``pythonpath``
-writes the one file-system piece, the ``vllm`` version answer.
+step, imported the same way into such runs only) and ``vllm_plugin`` (vLLM general plugin).
+``pythonpath`` writes the one file-system piece, the ``vllm`` version answer.
 See ../shared/notes/verl-on-cpu.md for the blocker each setting gets past.
 """
 
